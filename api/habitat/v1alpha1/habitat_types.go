@@ -1,0 +1,232 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Habitat topologies, the supervisor's --topology.
+const (
+	// TopologyNone runs services without a topology flag.
+	TopologyNone = "none"
+	// TopologyStandalone runs independent service members.
+	TopologyStandalone = "standalone"
+	// TopologyLeader elects a leader among at least three members.
+	TopologyLeader = "leader"
+)
+
+// HabitatSpec is the desired state of a group of Habitat supervisors.
+//
+// +kubebuilder:validation:XValidation:rule="self.service.topology != 'leader' || self.count >= 3",message="a leader topology needs count >= 3: a Habitat leader election needs at least three members"
+type HabitatSpec struct {
+	// Image is a Habitat-exported container image (`hab pkg export container`).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Image string `json:"image"`
+
+	// Count of supervisors (StatefulSet replicas).
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	Count int32 `json:"count,omitempty"`
+
+	// Service is the Habitat service the supervisors run.
+	// +required
+	Service ServiceSpec `json:"service"`
+
+	// Env of the supervisor container.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// PersistentStorage, when set, gives every supervisor a volume claim.
+	// +optional
+	PersistentStorage *PersistentStorage `json:"persistentStorage,omitempty"`
+
+	// Resources of the supervisor container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// ServiceSpec describes the Habitat service.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.ringSecretName) && has(self.generateRingKey) && self.generateRingKey)",message="set either ringSecretName or generateRingKey, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.generateRingKey) || !self.generateRingKey || has(self.ring)",message="generateRingKey needs ring: the name of the ring the key is generated for"
+type ServiceSpec struct {
+	// Name of the Habitat service (package), used for its paths
+	// `/hab/user/<name>/config` and `/hab/svc/<name>`.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+$`
+	Name string `json:"name"`
+
+	// Topology of the service group.
+	// +optional
+	// +kubebuilder:default=none
+	// +kubebuilder:validation:Enum=none;standalone;leader
+	Topology string `json:"topology,omitempty"`
+
+	// Group of the service (the supervisor's --group); the supervisor defaults to `default`.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+$`
+	Group string `json:"group,omitempty"`
+
+	// Channel the service's package updates follow (the supervisor's --channel).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Channel string `json:"channel,omitempty"`
+
+	// ConfigSecretName is a Secret whose key `user.toml` configures the service.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ConfigSecretName string `json:"configSecretName,omitempty"`
+
+	// Ring is the name of the ring the supervisors gossip on. Habitats of one
+	// namespace on the same ring share one peer list, so binds work across them.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Ring string `json:"ring,omitempty"`
+
+	// RingSecretName is a Secret holding the ring key under `ring-key`, named
+	// `<ring>-<YYYYMMDDhhmmss>` as `hab ring key generate` names keys.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[\w-]+-[0-9]{14}$`
+	RingSecretName string `json:"ringSecretName,omitempty"`
+
+	// GenerateRingKey has the operator generate a ring key for Ring, once, and keep it.
+	// +optional
+	GenerateRingKey bool `json:"generateRingKey,omitempty"`
+
+	// Bind lists the services this one binds to (the supervisor's --bind).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	Bind []Bind `json:"bind,omitempty"`
+}
+
+// Bind connects a bind name of this service's plan to a producer service group.
+type Bind struct {
+	// Name of the bind in the consumer's plan (pkg_binds).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+$`
+	Name string `json:"name"`
+	// Service that produces the bind.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+$`
+	Service string `json:"service"`
+	// Group of the producing service.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+$`
+	Group string `json:"group"`
+}
+
+// PersistentStorage is a volume claim per supervisor.
+type PersistentStorage struct {
+	// Size of the volume.
+	// +required
+	Size resource.Quantity `json:"size"`
+	// MountPath in the container, e.g. `/hab/svc/redis/data`.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:Pattern=`^/`
+	MountPath string `json:"mountPath"`
+	// StorageClassName of the claim; the cluster default when empty.
+	// +optional
+	StorageClassName string `json:"storageClassName,omitempty"`
+}
+
+// HabitatStatus is the observed state of a Habitat.
+type HabitatStatus struct {
+	// ObservedGeneration is the generation last fully handled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ReadyReplicas of the StatefulSet.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// Peers are the IPs of the ring's Running supervisors.
+	// +optional
+	// +listType=atomic
+	Peers []string `json:"peers,omitempty"`
+	// RingKeySecretName is the Secret holding the ring key in use.
+	// +optional
+	RingKeySecretName string `json:"ringKeySecretName,omitempty"`
+	// DeployedRelease is the Helm release rendered for this Habitat.
+	// +optional
+	DeployedRelease *DeployedRelease `json:"deployedRelease,omitempty"`
+	// Conditions, one per type: Ready, Reconciling, Stalled, Initialized,
+	// Deployed, ReleaseFailed, Irreconcilable.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// DeployedRelease is the Helm release of a chart-backed object.
+type DeployedRelease struct {
+	// Name of the release.
+	// +required
+	Name string `json:"name"`
+	// Manifest of the release.
+	// +optional
+	Manifest string `json:"manifest,omitempty"`
+}
+
+// Habitat is a group of Chef Habitat supervisors running one service.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName={hab},categories={kraan}
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Count",type=integer,JSONPath=`.spec.count`
+// +kubebuilder:printcolumn:name="Topology",type=string,JSONPath=`.spec.service.topology`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Habitat struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec HabitatSpec `json:"spec"`
+	// +optional
+	Status HabitatStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the Habitat's conditions.
+func (in *Habitat) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the Habitat's conditions.
+func (in *Habitat) SetConditions(conditions []metav1.Condition) {
+	in.Status.Conditions = conditions
+}
+
+// +kubebuilder:object:root=true
+
+// HabitatList is a list of Habitats.
+type HabitatList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Habitat `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Habitat{}, &HabitatList{})
+}

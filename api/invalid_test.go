@@ -1,0 +1,144 @@
+package api_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const validLayer = `
+apiVersion: kraan.io/v1alpha1
+kind: AddonsLayer
+metadata: {name: base}
+spec:
+  version: 0.1.0
+  source: {name: addons, namespace: kraan-system, path: ./addons/base}
+  prereqs: {k8sVersion: v1.30, dependsOn: [bootstrap@0.1.0]}
+`
+
+const validRelease = `
+apiVersion: kraan.io/v1alpha1
+kind: HelmRelease
+metadata: {name: podinfo, namespace: default}
+spec:
+  chart:
+    spec:
+      chart: podinfo
+      sourceRef: {kind: HelmRepository, name: podinfo}
+`
+
+const validHabitat = `
+apiVersion: habitat.kraan.io/v1alpha1
+kind: Habitat
+metadata: {name: redis, namespace: default}
+spec:
+  image: kinvolk/redis-hab
+  service: {name: redis}
+`
+
+// change is one edit of a valid object: set path to value, or delete it when
+// value is nil.
+type change struct {
+	path  string
+	value any
+}
+
+func TestInvalidObjects_AreRejectedNamingTheField(t *testing.T) {
+	cases := []struct {
+		name    string
+		base    string
+		changes []change
+		// want are substrings the API server's message must contain: the
+		// field's path and what is wrong with it.
+		want []string
+	}{
+		{"layer path without ./", validLayer, []change{{"spec.source.path", "addons/base"}},
+			[]string{"spec.source.path", `should match '^\./'`}},
+		{"layer dependsOn without version", validLayer, []change{{"spec.prereqs.dependsOn", []any{"bootstrap"}}},
+			[]string{"spec.prereqs.dependsOn[0]", "should match"}},
+		{"layer dependsOn with empty version", validLayer, []change{{"spec.prereqs.dependsOn", []any{"bootstrap@"}}},
+			[]string{"spec.prereqs.dependsOn[0]", "should match"}},
+		{"layer k8sVersion without v", validLayer, []change{{"spec.prereqs.k8sVersion", "1.30"}},
+			[]string{"spec.prereqs.k8sVersion", "should match"}},
+		{"layer interval not a duration", validLayer, []change{{"spec.interval", "one minute"}},
+			[]string{"spec.interval", "should match"}},
+		{"layer timeout not a duration", validLayer, []change{{"spec.timeout", "30"}},
+			[]string{"spec.timeout", "should match"}},
+		{"layer hold not a boolean", validLayer, []change{{"spec.hold", "yes"}},
+			[]string{"spec.hold", "boolean"}},
+		{"layer without version", validLayer, []change{{"spec.version", nil}},
+			[]string{"spec.version", "Required value"}},
+		{"layer unknown source kind", validLayer, []change{{"spec.source.kind", "HelmRepository"}},
+			[]string{"spec.source.kind", "Unsupported value"}},
+		{"release with chart and chartRef", validRelease,
+			[]change{{"spec.chartRef", map[string]any{"kind": "OCIRepository", "name": "podinfo"}}},
+			[]string{"spec", "exactly one of spec.chart or spec.chartRef must be set"}},
+		{"release with neither chart nor chartRef", validRelease, []change{{"spec.chart", nil}},
+			[]string{"spec", "exactly one of spec.chart or spec.chartRef must be set"}},
+		{"release name over 53 characters", validRelease, []change{{"spec.releaseName", strings.Repeat("a", 54)}},
+			[]string{"spec.releaseName", "53"}},
+		{"release install retries below -1", validRelease,
+			[]change{{"spec.install", map[string]any{"remediation": map[string]any{"retries": int64(-2)}}}},
+			[]string{"spec.install.remediation.retries", "greater than or equal to -1"}},
+		{"release upgrade retries below -1", validRelease,
+			[]change{{"spec.upgrade", map[string]any{"remediation": map[string]any{"retries": int64(-5)}}}},
+			[]string{"spec.upgrade.remediation.retries", "greater than or equal to -1"}},
+		{"release unknown remediation strategy", validRelease,
+			[]change{{"spec.upgrade", map[string]any{"remediation": map[string]any{"strategy": "reinstall"}}}},
+			[]string{"spec.upgrade.remediation.strategy", "Unsupported value"}},
+		{"release unknown drift mode", validRelease, []change{{"spec.driftDetection", map[string]any{"mode": "fix"}}},
+			[]string{"spec.driftDetection.mode", "Unsupported value"}},
+		{"release unknown crds policy", validRelease, []change{{"spec.install", map[string]any{"crds": "Replace"}}},
+			[]string{"spec.install.crds", "Unsupported value"}},
+		{"release valuesFrom unknown kind", validRelease,
+			[]change{{"spec.valuesFrom", []any{map[string]any{"kind": "Deployment", "name": "x"}}}},
+			[]string{"spec.valuesFrom[0].kind", "Unsupported value"}},
+		{"habitat leader with one member", validHabitat,
+			[]change{{"spec.service.topology", "leader"}, {"spec.count", int64(1)}},
+			[]string{"spec", "a leader topology needs count >= 3"}},
+		{"habitat unknown topology", validHabitat, []change{{"spec.service.topology", "ring"}},
+			[]string{"spec.service.topology", "Unsupported value"}},
+		{"habitat bind without group", validHabitat,
+			[]change{{"spec.service.bind", []any{map[string]any{"name": "db", "service": "redis"}}}},
+			[]string{"spec.service.bind[0].group", "Required value"}},
+		{"habitat bind with a malformed service", validHabitat,
+			[]change{{"spec.service.bind", []any{map[string]any{"name": "db", "service": "redis.prod", "group": "prod"}}}},
+			[]string{"spec.service.bind[0].service", "should match"}},
+		{"habitat ring secret without timestamp", validHabitat, []change{{"spec.service.ringSecretName", "prod-key"}},
+			[]string{"spec.service.ringSecretName", "should match"}},
+		{"habitat generated key without ring", validHabitat, []change{{"spec.service.generateRingKey", true}},
+			[]string{"spec.service", "generateRingKey needs ring"}},
+		{"habitat negative count", validHabitat, []change{{"spec.count", int64(-1)}},
+			[]string{"spec.count", "greater than or equal to 0"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := mustDecode(t, tc.base)
+			for _, c := range tc.changes {
+				apply(t, obj, c)
+			}
+			err := env.Client.Create(context.Background(), obj, client.DryRunAll)
+			g.Expect(err).To(HaveOccurred(), "the API server accepted an invalid object")
+			for _, w := range tc.want {
+				g.Expect(err.Error()).To(ContainSubstring(w))
+			}
+		})
+	}
+}
+
+func apply(t *testing.T, obj *unstructured.Unstructured, c change) {
+	t.Helper()
+	fields := strings.Split(c.path, ".")
+	if c.value == nil {
+		unstructured.RemoveNestedField(obj.Object, fields...)
+		return
+	}
+	if err := unstructured.SetNestedField(obj.Object, c.value, fields...); err != nil {
+		t.Fatalf("setting %s: %v", c.path, err)
+	}
+}

@@ -1,0 +1,44 @@
+package v1alpha1
+
+// Condition types shared by every kind of the operator. Ready, Reconciling and
+// Stalled follow kstatus so that `kubectl wait --for=condition=Ready` and tools
+// such as Flux's health checks understand our objects.
+const (
+	// ReadyCondition is True when the object's desired state is fully realised.
+	ReadyCondition = "Ready"
+	// ReconcilingCondition is True while the controller works towards the desired state.
+	ReconcilingCondition = "Reconciling"
+	// StalledCondition is True when the controller cannot progress without a change
+	// from the user (a configuration error, retries exhausted, a dependency cycle).
+	StalledCondition = "Stalled"
+)
+
+// AddonsLayer condition types, besides Ready, Reconciling and Stalled.
+const (
+	// SourceReadyCondition is True when the layer's Flux source has an artifact for
+	// its current generation and the operator has fetched and verified it.
+	SourceReadyCondition = "SourceReady"
+	// PrerequisitesMetCondition is True when k8sVersion and dependsOn are satisfied.
+	PrerequisitesMetCondition = "PrerequisitesMet"
+	// DeployedCondition is True when every object of the layer's current version is
+	// applied and healthy. Kraan users wait on it: `kubectl wait al --for=condition=Deployed`.
+	DeployedCondition = "Deployed"
+)
+
+// HelmRelease condition types, besides Ready, Reconciling and Stalled. Names match
+// Flux helm-controller so dashboards and alerts carry over.
+const (
+	// ReleasedCondition is True when the last install or upgrade succeeded.
+	ReleasedCondition = "Released"
+	// TestSuccessCondition reports the result of the last Helm test run.
+	TestSuccessCondition = "TestSuccess"
+	// RemediatedCondition is True when a failed release was rolled back or uninstalled.
+	RemediatedCondition = "Remediated"
+	// DriftedCondition is True when the cluster differs from the release manifest.
+	DriftedCondition = "Drifted"
+)
+
+// Finalizer is put on AddonsLayers and HelmReleases so that deletion uninstalls
+// and prunes what they own before the object goes away. Kraan's finalizer name is
+// kept so that objects created by Kraan are cleaned up the same way.
+const Finalizer = "finalizers.kraan.io"

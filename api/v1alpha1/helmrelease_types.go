@@ -1,0 +1,573 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HelmReleaseSpec is the desired state of a Helm release. Field names and
+// meanings follow Flux helm.toolkit.fluxcd.io/v2 so that Flux manifests convert
+// field by field.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.chart) != has(self.chartRef)",message="exactly one of spec.chart or spec.chartRef must be set"
+type HelmReleaseSpec struct {
+	// Chart is the template of the chart to install: its name or path, version
+	// range and source.
+	// +optional
+	Chart *HelmChartTemplate `json:"chart,omitempty"`
+
+	// ChartRef points at an OCIRepository whose artifact is the chart.
+	// +optional
+	ChartRef *CrossNamespaceSourceReference `json:"chartRef,omitempty"`
+
+	// Interval at which the release is reconciled and checked for drift.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Interval metav1.Duration `json:"interval,omitempty"`
+
+	// Suspend stops reconciliation; a suspended release is not uninstalled on deletion.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// ReleaseName of the Helm release; defaults to `[targetNamespace-]name`,
+	// shortened with a hash past 53 characters.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=53
+	ReleaseName string `json:"releaseName,omitempty"`
+
+	// TargetNamespace the release's objects are installed in; defaults to the
+	// HelmRelease's namespace.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// StorageNamespace holds Helm's release records; defaults to the HelmRelease's namespace.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	StorageNamespace string `json:"storageNamespace,omitempty"`
+
+	// DependsOn lists HelmReleases that must be Ready before this one is reconciled.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
+
+	// Timeout of every Helm action unless the action sets its own.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// MaxHistory is how many release revisions Helm keeps; 0 keeps all.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=0
+	MaxHistory *int `json:"maxHistory,omitempty"`
+
+	// ServiceAccountName is impersonated for every Helm action, so a release can do
+	// only what that service account (in the HelmRelease's namespace) may do.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// DriftDetection compares the release manifest with the cluster.
+	// +optional
+	DriftDetection *DriftDetection `json:"driftDetection,omitempty"`
+
+	// Install configures `helm install`.
+	// +optional
+	Install *Install `json:"install,omitempty"`
+	// Upgrade configures `helm upgrade`.
+	// +optional
+	Upgrade *Upgrade `json:"upgrade,omitempty"`
+	// Test configures `helm test`.
+	// +optional
+	Test *Test `json:"test,omitempty"`
+	// Rollback configures `helm rollback`.
+	// +optional
+	Rollback *Rollback `json:"rollback,omitempty"`
+	// Uninstall configures `helm uninstall`.
+	// +optional
+	Uninstall *Uninstall `json:"uninstall,omitempty"`
+
+	// ValuesFrom lists ConfigMaps and Secrets whose values are merged in order,
+	// before Values. A change to one of them upgrades the release.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+
+	// Values are the chart's values, merged over ValuesFrom.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+}
+
+// HelmChartTemplate describes the chart to install.
+type HelmChartTemplate struct {
+	// Spec of the chart.
+	// +required
+	Spec HelmChartTemplateSpec `json:"spec"`
+}
+
+// HelmChartTemplateSpec names a chart in a source.
+type HelmChartTemplateSpec struct {
+	// Chart is the chart's name in a HelmRepository, or its path in a
+	// GitRepository, OCIRepository or Bucket artifact.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	Chart string `json:"chart"`
+
+	// Version is a semver range of the chart in a HelmRepository; ignored for
+	// charts read from an artifact path.
+	// +optional
+	// +kubebuilder:default="*"
+	Version string `json:"version,omitempty"`
+
+	// SourceRef is the source that holds the chart.
+	// +required
+	SourceRef CrossNamespaceObjectReference `json:"sourceRef"`
+
+	// ValuesFiles are files of the chart merged in order over its values.yaml.
+	// +optional
+	// +listType=atomic
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+}
+
+// CrossNamespaceObjectReference points at a chart source.
+type CrossNamespaceObjectReference struct {
+	// APIVersion of the source.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Kind of the source.
+	// +required
+	// +kubebuilder:validation:Enum=HelmRepository;GitRepository;OCIRepository;Bucket
+	Kind string `json:"kind"`
+	// Name of the source.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Namespace of the source; defaults to the HelmRelease's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// CrossNamespaceSourceReference points at an artifact that is a chart.
+type CrossNamespaceSourceReference struct {
+	// APIVersion of the source.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Kind of the source.
+	// +required
+	// +kubebuilder:validation:Enum=OCIRepository
+	Kind string `json:"kind"`
+	// Name of the source.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Namespace of the source; defaults to the HelmRelease's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// DependencyReference names another HelmRelease.
+type DependencyReference struct {
+	// Name of the HelmRelease.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Namespace of the HelmRelease; defaults to this one's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ValuesReference is a ConfigMap or Secret key holding values.
+type ValuesReference struct {
+	// Kind of the object holding the values.
+	// +required
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// Name of the object, in the HelmRelease's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// ValuesKey is the data key holding the values.
+	// +optional
+	// +kubebuilder:default="values.yaml"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[\-._a-zA-Z0-9]+$`
+	ValuesKey string `json:"valuesKey,omitempty"`
+	// TargetPath puts the key's whole content at this path (`--set` syntax)
+	// instead of merging it as YAML.
+	// +optional
+	// +kubebuilder:validation:MaxLength=250
+	TargetPath string `json:"targetPath,omitempty"`
+	// Optional makes a missing object or key not an error.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// Drift detection modes.
+const (
+	// DriftDetectionDisabled does not compare the cluster with the release.
+	DriftDetectionDisabled = "disabled"
+	// DriftDetectionWarn reports drift in a condition and an event.
+	DriftDetectionWarn = "warn"
+	// DriftDetectionEnabled reports and corrects drift.
+	DriftDetectionEnabled = "enabled"
+)
+
+// DriftDetection configures how the release is compared with the cluster.
+type DriftDetection struct {
+	// Mode of drift detection.
+	// +optional
+	// +kubebuilder:default=disabled
+	// +kubebuilder:validation:Enum=disabled;warn;enabled
+	Mode string `json:"mode,omitempty"`
+	// Ignore rules: JSON pointers not compared, optionally for some objects only.
+	// +optional
+	// +listType=atomic
+	Ignore []IgnoreRule `json:"ignore,omitempty"`
+}
+
+// IgnoreRule excludes paths from drift detection.
+type IgnoreRule struct {
+	// Paths are JSON pointers (RFC 6901), e.g. `/spec/replicas`.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +listType=atomic
+	Paths []string `json:"paths"`
+	// Target limits the rule to matching objects; empty matches all.
+	// +optional
+	Target *ObjectSelector `json:"target,omitempty"`
+}
+
+// ObjectSelector selects rendered objects by kind and name.
+type ObjectSelector struct {
+	// Group of the objects.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Version of the objects.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Kind of the objects.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Name of the object.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Namespace of the object.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// CRD policies for install and upgrade.
+const (
+	// CRDsSkip leaves the chart's CRDs alone.
+	CRDsSkip = "Skip"
+	// CRDsCreate creates the chart's CRDs that do not exist.
+	CRDsCreate = "Create"
+	// CRDsCreateReplace creates and replaces the chart's CRDs.
+	CRDsCreateReplace = "CreateReplace"
+)
+
+// Remediation strategies.
+const (
+	// RollbackRemediation rolls a failed upgrade back to the last deployed revision.
+	RollbackRemediation = "rollback"
+	// UninstallRemediation uninstalls a failed release.
+	UninstallRemediation = "uninstall"
+)
+
+// ActionOptions are options shared by install, upgrade and rollback.
+type ActionOptions struct {
+	// Timeout of the action; defaults to spec.timeout, then 5m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// DisableWait does not wait for resources to be ready.
+	// +optional
+	DisableWait bool `json:"disableWait,omitempty"`
+	// DisableWaitForJobs does not wait for Jobs to complete.
+	// +optional
+	DisableWaitForJobs bool `json:"disableWaitForJobs,omitempty"`
+	// DisableHooks skips the chart's hooks.
+	// +optional
+	DisableHooks bool `json:"disableHooks,omitempty"`
+}
+
+// Install configures `helm install`.
+type Install struct {
+	ActionOptions `json:",inline"`
+	// Remediation of a failed install; its strategy is always uninstall.
+	// +optional
+	Remediation *InstallRemediation `json:"remediation,omitempty"`
+	// DisableOpenAPIValidation skips validating rendered objects against the API schema.
+	// +optional
+	DisableOpenAPIValidation bool `json:"disableOpenAPIValidation,omitempty"`
+	// Replace reuses the name of a deleted release that remains in history.
+	// +optional
+	Replace bool `json:"replace,omitempty"`
+	// CRDs policy for the chart's crds/ directory.
+	// +optional
+	// +kubebuilder:default=Create
+	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
+	CRDs string `json:"crds,omitempty"`
+	// CreateNamespace creates the target namespace if missing.
+	// +optional
+	CreateNamespace bool `json:"createNamespace,omitempty"`
+}
+
+// InstallRemediation configures what happens after a failed install.
+type InstallRemediation struct {
+	// Retries before giving up; -1 retries forever.
+	// +optional
+	// +kubebuilder:validation:Minimum=-1
+	Retries int `json:"retries,omitempty"`
+	// IgnoreTestFailures does not count a failed test as a failed install.
+	// +optional
+	IgnoreTestFailures *bool `json:"ignoreTestFailures,omitempty"`
+	// RemediateLastFailure uninstalls after the last retry too.
+	// +optional
+	RemediateLastFailure *bool `json:"remediateLastFailure,omitempty"`
+}
+
+// Upgrade configures `helm upgrade`.
+type Upgrade struct {
+	ActionOptions `json:",inline"`
+	// Remediation of a failed upgrade.
+	// +optional
+	Remediation *UpgradeRemediation `json:"remediation,omitempty"`
+	// DisableOpenAPIValidation skips validating rendered objects against the API schema.
+	// +optional
+	DisableOpenAPIValidation bool `json:"disableOpenAPIValidation,omitempty"`
+	// Force replaces objects that cannot be patched.
+	// +optional
+	Force bool `json:"force,omitempty"`
+	// PreserveValues reuses the last release's values.
+	// +optional
+	PreserveValues bool `json:"preserveValues,omitempty"`
+	// CleanupOnFail deletes objects created by a failed upgrade.
+	// +optional
+	CleanupOnFail bool `json:"cleanupOnFail,omitempty"`
+	// CRDs policy for the chart's crds/ directory.
+	// +optional
+	// +kubebuilder:default=Skip
+	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
+	CRDs string `json:"crds,omitempty"`
+}
+
+// UpgradeRemediation configures what happens after a failed upgrade.
+type UpgradeRemediation struct {
+	// Retries before giving up; -1 retries forever.
+	// +optional
+	// +kubebuilder:validation:Minimum=-1
+	Retries int `json:"retries,omitempty"`
+	// IgnoreTestFailures does not count a failed test as a failed upgrade.
+	// +optional
+	IgnoreTestFailures *bool `json:"ignoreTestFailures,omitempty"`
+	// RemediateLastFailure remediates after the last retry too; defaults to
+	// true when retries > 0.
+	// +optional
+	RemediateLastFailure *bool `json:"remediateLastFailure,omitempty"`
+	// Strategy of remediation.
+	// +optional
+	// +kubebuilder:default=rollback
+	// +kubebuilder:validation:Enum=rollback;uninstall
+	Strategy string `json:"strategy,omitempty"`
+}
+
+// Test configures `helm test`.
+type Test struct {
+	// Enable runs the chart's tests after every install and upgrade.
+	// +optional
+	Enable bool `json:"enable,omitempty"`
+	// Timeout of the tests.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// IgnoreFailures keeps the release Ready when a test fails.
+	// +optional
+	IgnoreFailures bool `json:"ignoreFailures,omitempty"`
+}
+
+// Rollback configures `helm rollback`.
+type Rollback struct {
+	ActionOptions `json:",inline"`
+	// Recreate restarts pods.
+	// +optional
+	Recreate bool `json:"recreate,omitempty"`
+	// Force replaces objects that cannot be patched.
+	// +optional
+	Force bool `json:"force,omitempty"`
+	// CleanupOnFail deletes objects created by a failed rollback.
+	// +optional
+	CleanupOnFail bool `json:"cleanupOnFail,omitempty"`
+}
+
+// Uninstall configures `helm uninstall`.
+type Uninstall struct {
+	// Timeout of the uninstall.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// DisableHooks skips the chart's uninstall hooks.
+	// +optional
+	DisableHooks bool `json:"disableHooks,omitempty"`
+	// KeepHistory keeps the release records.
+	// +optional
+	KeepHistory bool `json:"keepHistory,omitempty"`
+	// DisableWait does not wait for objects to be deleted.
+	// +optional
+	DisableWait bool `json:"disableWait,omitempty"`
+	// DeletionPropagation policy for the release's objects.
+	// +optional
+	// +kubebuilder:default=background
+	// +kubebuilder:validation:Enum=background;foreground;orphan
+	DeletionPropagation string `json:"deletionPropagation,omitempty"`
+}
+
+// HelmReleaseStatus is the observed state of a release.
+type HelmReleaseStatus struct {
+	// ObservedGeneration is the generation last fully handled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions, one per type: Ready, Reconciling, Stalled, Released,
+	// TestSuccess, Remediated, Drifted.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// StorageNamespace where the release records are.
+	// +optional
+	StorageNamespace string `json:"storageNamespace,omitempty"`
+
+	// History of releases, newest first.
+	// +optional
+	// +listType=atomic
+	History []Snapshot `json:"history,omitempty"`
+
+	// Failures since the last success or spec change.
+	// +optional
+	Failures int64 `json:"failures,omitempty"`
+	// InstallFailures since the last success or spec change.
+	// +optional
+	InstallFailures int64 `json:"installFailures,omitempty"`
+	// UpgradeFailures since the last success or spec change.
+	// +optional
+	UpgradeFailures int64 `json:"upgradeFailures,omitempty"`
+
+	// LastAttemptedRevision is the chart version last attempted.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+	// LastAttemptedValuesChecksum is the digest of the values last attempted.
+	// +optional
+	LastAttemptedValuesChecksum string `json:"lastAttemptedValuesChecksum,omitempty"`
+	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt handled.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+}
+
+// Snapshot is one release revision.
+type Snapshot struct {
+	// Name of the release.
+	// +required
+	Name string `json:"name"`
+	// Namespace of the release.
+	// +required
+	Namespace string `json:"namespace"`
+	// Version (revision) of the release.
+	// +required
+	Version int `json:"version"`
+	// Status of the release as Helm reports it.
+	// +required
+	Status string `json:"status"`
+	// ChartName of the release.
+	// +required
+	ChartName string `json:"chartName"`
+	// ChartVersion of the release.
+	// +required
+	ChartVersion string `json:"chartVersion"`
+	// Digest of the release manifest and chart.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// ConfigDigest is the digest of the values.
+	// +optional
+	ConfigDigest string `json:"configDigest,omitempty"`
+	// TestResult of the last test run: Succeeded, Failed or empty.
+	// +optional
+	TestResult string `json:"testResult,omitempty"`
+	// FirstDeployed is when the release was first deployed.
+	// +optional
+	FirstDeployed metav1.Time `json:"firstDeployed,omitempty"`
+	// LastDeployed is when this revision was deployed.
+	// +optional
+	LastDeployed metav1.Time `json:"lastDeployed,omitempty"`
+}
+
+// HelmRelease is a Helm release installed by the operator's embedded Helm SDK,
+// with Flux helm.toolkit.fluxcd.io/v2 field names.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName={khr},categories={kraan}
+// +kubebuilder:printcolumn:name="Chart",type=string,JSONPath=`.spec.chart.spec.chart`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.lastAttemptedRevision`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type HelmRelease struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec HelmReleaseSpec `json:"spec"`
+	// +optional
+	Status HelmReleaseStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the release's conditions.
+func (in *HelmRelease) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the release's conditions.
+func (in *HelmRelease) SetConditions(conditions []metav1.Condition) {
+	in.Status.Conditions = conditions
+}
+
+// +kubebuilder:object:root=true
+
+// HelmReleaseList is a list of HelmReleases.
+type HelmReleaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HelmRelease `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&HelmRelease{}, &HelmReleaseList{})
+}

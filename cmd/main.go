@@ -1,0 +1,126 @@
+// Command kraan-operator runs the operator's controllers: AddonsLayer,
+// HelmRelease and Habitat. This file only wires the manager: flags, scheme,
+// controllers, probes and metrics.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller"
+	"github.com/kraan-io/kraan-operator/internal/health"
+)
+
+// leaderElectionID names the Lease replicas compete for.
+const leaderElectionID = "kraan-operator.kraan.io"
+
+func main() {
+	os.Exit(run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr))
+}
+
+// run starts the manager and blocks until ctx is cancelled; it returns the
+// process exit code (0 after a graceful shutdown, 2 on bad flags).
+func run(ctx context.Context, args []string, output io.Writer) int {
+	opts, err := parseOptions(args, output)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		_, _ = fmt.Fprintln(output, err)
+		return 2
+	}
+	zopts, _ := opts.zapOptions() // checked by parseOptions
+	zopts.DestWriter = output
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zopts)))
+	log := ctrl.Log.WithName("setup")
+
+	if err := startManager(ctx, opts); err != nil {
+		log.Error(err, "Operator stopped with an error")
+		return 1
+	}
+	log.Info("Operator stopped")
+	return 0
+}
+
+func newScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(kraanv1.AddToScheme(scheme))
+	utilruntime.Must(habitatv1.AddToScheme(scheme))
+	return scheme
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+func startManager(ctx context.Context, opts *options) error {
+	cfg, err := restConfig(opts.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+	}
+	metrics := metricsserver.Options{BindAddress: opts.metricsAddr, SecureServing: opts.metricsSecure}
+	if opts.metricsSecure {
+		// Only callers the API server authenticates and authorizes for
+		// `get /metrics` may scrape.
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        newScheme(),
+		Metrics:                       metrics,
+		HealthProbeBindAddress:        opts.probeAddr,
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionNamespace:       opts.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true, // the next leader starts at once, not after the lease expires
+		GracefulShutdownTimeout:       &opts.gracefulShutdown,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := addProbes(mgr); err != nil {
+		return err
+	}
+	if err := controller.SetupAll(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrent}); err != nil {
+		return fmt.Errorf("setting up controllers: %w", err)
+	}
+	ctrl.Log.WithName("setup").Info("Starting the operator", "leaderElection", opts.leaderElect)
+	return mgr.Start(ctx)
+}
+
+// addProbes registers liveness (the process serves HTTP) and readiness (the
+// informer caches have synced once). Neither calls the API server, so a slow
+// or briefly unreachable API server cannot make them flap and restart the pod.
+func addProbes(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the liveness check: %w", err)
+	}
+	synced := health.NewCacheSyncCheck(mgr.GetCache(), controller.WatchedKinds()...)
+	if err := mgr.Add(synced); err != nil {
+		return fmt.Errorf("adding the cache sync watcher: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers-synced", synced.Check); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return nil
+}

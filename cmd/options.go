@@ -1,0 +1,87 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// options are the operator's command-line flags. They live on a FlagSet of
+// their own: libraries register flags on flag.CommandLine at init time (klog,
+// controller-runtime's --kubeconfig), and parsing that global set would leak
+// them into our interface, as glog's did in the Habitat operator.
+type options struct {
+	kubeconfig              string
+	metricsAddr             string
+	metricsSecure           bool
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	gracefulShutdown        time.Duration
+	concurrent              int
+	logFormat               string
+	logLevel                string
+}
+
+func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("kraan-operator", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.StringVar(&opts.kubeconfig, "kubeconfig", "",
+		"Path to a kubeconfig; defaults to $KUBECONFIG, then the in-cluster configuration.")
+	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8443",
+		"Address the metrics endpoint binds to; 0 disables it.")
+	fs.BoolVar(&opts.metricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS, authenticated and authorized by the API server.")
+	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081",
+		"Address the /healthz and /readyz probes bind to.")
+	fs.BoolVar(&opts.leaderElect, "leader-elect", false,
+		"Elect a leader on a Lease so that only one replica reconciles.")
+	fs.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election Lease; defaults to the operator's namespace.")
+	fs.DurationVar(&opts.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second,
+		"How long in-flight reconciles may run after a termination signal.")
+	fs.IntVar(&opts.concurrent, "concurrent", 4, "Number of concurrent reconciles per kind.")
+	fs.StringVar(&opts.logFormat, "log-format", "json", "Log format: json or console.")
+	fs.StringVar(&opts.logLevel, "log-level", "info", "Log level: debug, info or error.")
+	return fs
+}
+
+// parseOptions parses args into options and checks them.
+func parseOptions(args []string, output io.Writer) (*options, error) {
+	opts := &options{}
+	if err := newFlagSet(opts, output).Parse(args); err != nil {
+		return nil, err
+	}
+	if opts.concurrent < 1 {
+		return nil, fmt.Errorf("--concurrent must be at least 1, got %d", opts.concurrent)
+	}
+	if _, err := opts.zapOptions(); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+// zapOptions turns --log-format and --log-level into controller-runtime's zap options.
+func (o *options) zapOptions() (*zap.Options, error) {
+	zopts := &zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder}
+	switch o.logFormat {
+	case "json":
+		zopts.Development = false
+	case "console":
+		zopts.Development = true
+	default:
+		return nil, fmt.Errorf("--log-format must be json or console, got %q", o.logFormat)
+	}
+	level, err := zapcore.ParseLevel(o.logLevel)
+	if err != nil || (level != zapcore.DebugLevel && level != zapcore.InfoLevel && level != zapcore.ErrorLevel) {
+		return nil, fmt.Errorf("--log-level must be debug, info or error, got %q", o.logLevel)
+	}
+	zopts.Level = level
+	// Stack traces only for real errors; Development would add them to warnings.
+	zopts.StacktraceLevel = zapcore.PanicLevel
+	return zopts, nil
+}

@@ -1,0 +1,2 @@
+// Package health holds the operator's readiness checks.
+package health
