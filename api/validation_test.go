@@ -106,8 +106,8 @@ func TestDefaults_AreApplied(t *testing.T) {
 func TestCRDs_ShareTheKraanCategory(t *testing.T) {
 	g := NewWithT(t)
 	names := map[string][]string{
-		"addonslayers.kraan.io":      {"al", "layer"},
-		"helmreleases.kraan.io":      {"khr"},
+		"addonslayers.kraan.io":     {"al", "layer"},
+		"helmreleases.kraan.io":     {"khr"},
 		"habitats.habitat.kraan.io": {"hab"},
 	}
 	for name, shortNames := range names {

@@ -222,5 +222,5 @@ type AddonsLayerList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&AddonsLayer{}, &AddonsLayerList{})
+	knownTypes = append(knownTypes, &AddonsLayer{}, &AddonsLayerList{})
 }

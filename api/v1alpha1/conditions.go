@@ -42,3 +42,27 @@ const (
 // and prunes what they own before the object goes away. Kraan's finalizer name is
 // kept so that objects created by Kraan are cleaned up the same way.
 const Finalizer = "finalizers.kraan.io"
+
+// HelmRelease condition reasons, equal to the event reasons. Names match Flux
+// helm-controller's so alerts written for Flux carry over.
+const (
+	ReasonInstallSucceeded   = "InstallSucceeded"
+	ReasonInstallFailed      = "InstallFailed"
+	ReasonUpgradeSucceeded   = "UpgradeSucceeded"
+	ReasonUpgradeFailed      = "UpgradeFailed"
+	ReasonTestSucceeded      = "TestSucceeded"
+	ReasonTestFailed         = "TestFailed"
+	ReasonRollbackSucceeded  = "RollbackSucceeded"
+	ReasonRollbackFailed     = "RollbackFailed"
+	ReasonUninstallSucceeded = "UninstallSucceeded"
+	ReasonUninstallFailed    = "UninstallFailed"
+	ReasonUnlocked           = "Unlocked"
+	ReasonUnlockFailed       = "UnlockFailed"
+	ReasonArtifactFailed     = "ArtifactFailed"
+	ReasonValuesError        = "ValuesError"
+	ReasonDependencyNotReady = "DependencyNotReady"
+	ReasonRetriesExceeded    = "RetriesExceeded"
+	ReasonProgressing        = "Progressing"
+	ReasonReconcileError     = "ReconcileError"
+	ReasonSucceeded          = "Succeeded"
+)

@@ -569,5 +569,5 @@ type HelmReleaseList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&HelmRelease{}, &HelmReleaseList{})
+	knownTypes = append(knownTypes, &HelmRelease{}, &HelmReleaseList{})
 }

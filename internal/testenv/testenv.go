@@ -92,3 +92,17 @@ func RepoRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// WriteKubeconfig writes a kubeconfig for the environment's admin user to
+// path, for code under test that takes a --kubeconfig flag.
+func (e *Env) WriteKubeconfig(path string) error {
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding a user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("rendering a kubeconfig: %w", err)
+	}
+	return os.WriteFile(path, data, 0o600)
+}

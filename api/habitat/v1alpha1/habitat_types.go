@@ -228,5 +228,5 @@ type HabitatList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Habitat{}, &HabitatList{})
+	knownTypes = append(knownTypes, &Habitat{}, &HabitatList{})
 }
