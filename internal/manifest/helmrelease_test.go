@@ -1,0 +1,272 @@
+package manifest
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func readObject(t *testing.T, file string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return object(t, string(data))
+}
+
+// specOf decodes an expected spec written as YAML, with int64 numbers like
+// the decoder's.
+func specOf(t *testing.T, doc string) map[string]any {
+	t.Helper()
+	return object(t, "apiVersion: x/v1\nkind: X\nspec:\n"+doc).Object["spec"].(map[string]any)
+}
+
+func TestConvertHelmRelease_versions(t *testing.T) {
+	tests := []struct {
+		name         string
+		file         string
+		wantSpec     string
+		wantWarnings []string
+	}{
+		{
+			name: "v2",
+			file: "testdata/helmreleases/v2.yaml",
+			wantSpec: `
+  interval: 5m
+  releaseName: podinfo
+  targetNamespace: podinfo
+  chart:
+    spec:
+      chart: podinfo
+      version: "6.x"
+      sourceRef: {kind: HelmRepository, name: podinfo, namespace: flux-system}
+      valuesFiles: [values.yaml, values-prod.yaml]
+  install:
+    crds: CreateReplace
+    createNamespace: true
+    remediation: {retries: -1}
+  upgrade:
+    cleanupOnFail: true
+    remediation: {retries: 3, strategy: uninstall, remediateLastFailure: false}
+  test: {enable: true}
+  driftDetection:
+    mode: enabled
+    ignore:
+      - paths: ["/spec/replicas"]
+        target: {kind: Deployment}
+  valuesFrom:
+    - {kind: ConfigMap, name: podinfo-values, valuesKey: prod.yaml, targetPath: replicaCount, optional: true}
+  values:
+    replicaCount: 2
+    postRenderers: values are the chart's, never pruned
+`,
+			wantWarnings: []string{
+				"HelmRelease apps/podinfo: field spec.chart.spec.ignoreMissingValuesFiles is not supported and was ignored",
+				"HelmRelease apps/podinfo: field spec.chart.spec.interval is not supported and was ignored",
+				"HelmRelease apps/podinfo: field spec.chart.spec.reconcileStrategy is not supported and was ignored",
+				"HelmRelease apps/podinfo: field spec.commonMetadata is not supported and was ignored",
+				"HelmRelease apps/podinfo: field spec.driftDetection.ignore[0].target.labelSelector is not supported and was ignored",
+				"HelmRelease apps/podinfo: field spec.healthCheckExprs is not supported and was ignored",
+				"HelmRelease apps/podinfo: field spec.install.strategy is not supported and was ignored",
+				"HelmRelease apps/podinfo: field spec.persistentClient is not supported and was ignored",
+				"HelmRelease apps/podinfo: field spec.postRenderers is not supported and was ignored",
+				"HelmRelease apps/podinfo: field spec.test.filters is not supported and was ignored",
+				"HelmRelease apps/podinfo: field spec.upgrade.serverSideApply is not supported and was ignored",
+				"HelmRelease apps/podinfo: field spec.waitStrategy is not supported and was ignored",
+			},
+		},
+		{
+			name: "v2beta2: skipCRDs becomes crds Skip",
+			file: "testdata/helmreleases/v2beta2.yaml",
+			wantSpec: `
+  interval: 10m
+  timeout: 3m
+  maxHistory: 3
+  dependsOn: [{name: base, namespace: infra}]
+  chart:
+    spec:
+      chart: ./charts/redis
+      sourceRef: {kind: GitRepository, name: charts}
+  install:
+    crds: Skip
+    disableWait: true
+    remediation: {retries: 2, ignoreTestFailures: true}
+  upgrade:
+    remediation: {retries: 2, remediateLastFailure: true, strategy: rollback}
+  rollback: {cleanupOnFail: true, recreate: true}
+  uninstall: {keepHistory: true, deletionPropagation: foreground}
+  test: {enable: true, ignoreFailures: true}
+  driftDetection: {mode: warn}
+`,
+			wantWarnings: []string{"HelmRelease data/redis: field spec.postRenderers is not supported and was ignored"},
+		},
+		{
+			name: "v2beta1: valuesFile first in valuesFiles, crds wins over skipCRDs",
+			file: "testdata/helmreleases/v2beta1.yaml",
+			wantSpec: `
+  interval: 1m
+  serviceAccountName: helm
+  chart:
+    spec:
+      chart: ingress-nginx
+      version: 4.x
+      sourceRef: {kind: HelmRepository, name: ingress-nginx}
+      valuesFiles: [values-base.yaml, values-prod.yaml]
+  install:
+    crds: Create
+    remediation: {retries: 3}
+  upgrade:
+    remediation: {retries: 3, strategy: uninstall}
+  valuesFrom:
+    - {kind: Secret, name: nginx-values, valuesKey: values.yaml, targetPath: controller.config}
+`,
+			wantWarnings: []string{"HelmRelease ingress/nginx: field spec.postRenderers is not supported and was ignored"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, warnings, err := ConvertHelmRelease(readObject(t, tt.file))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.GetAPIVersion()).To(Equal("kraan.io/v1alpha1"))
+			g.Expect(got.GetKind()).To(Equal("HelmRelease"))
+			g.Expect(got.Object["spec"]).To(Equal(specOf(t, tt.wantSpec)))
+			g.Expect(got.Object).NotTo(HaveKey("status"))
+			g.Expect(warnings).To(Equal(tt.wantWarnings))
+		})
+	}
+}
+
+func TestConvertHelmRelease_metadata(t *testing.T) {
+	g := NewWithT(t)
+	in := readObject(t, "testdata/helmreleases/v2.yaml")
+	in.SetUID("abc")
+	in.SetFinalizers([]string{"finalizers.fluxcd.io"})
+	got, _, err := ConvertHelmRelease(in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Object["metadata"]).To(Equal(map[string]any{
+		"name": "podinfo", "namespace": "apps",
+		"labels": map[string]any{"app": "podinfo"},
+		"annotations": map[string]any{
+			"kraan.updateVersion":     "true",
+			"kraan.io/converted-from": "helm.toolkit.fluxcd.io/v2",
+		},
+	}))
+}
+
+func TestConvertHelmRelease_leavesInputAlone(t *testing.T) {
+	g := NewWithT(t)
+	in := readObject(t, "testdata/helmreleases/v2beta1.yaml")
+	before := in.DeepCopy()
+	_, _, err := ConvertHelmRelease(in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(in).To(Equal(before))
+}
+
+func TestConvertHelmRelease_refused(t *testing.T) {
+	tests := []struct {
+		name    string
+		doc     string
+		wantErr string
+	}{
+		{name: "old version", doc: "apiVersion: helm.toolkit.fluxcd.io/v2alpha1\nkind: HelmRelease\nmetadata: {name: a, namespace: team}\nspec: {}",
+			wantErr: "HelmRelease team/a: apiVersion helm.toolkit.fluxcd.io/v2alpha1 is not supported: use helm.toolkit.fluxcd.io/v2"},
+		{name: "not a Flux HelmRelease", doc: "apiVersion: kraan.io/v1alpha1\nkind: HelmRelease\nmetadata: {name: a}\nspec: {}",
+			wantErr: "HelmRelease a: kraan.io/v1alpha1, Kind=HelmRelease is not a Flux HelmRelease"},
+		{name: "no spec", doc: "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: a}",
+			wantErr: "HelmRelease a: spec is missing or not a mapping"},
+		{name: "remote cluster", doc: hrWith("kubeConfig: {secretRef: {name: remote}}"),
+			wantErr: "HelmRelease team/a: field spec.kubeConfig is not supported: the release would be installed in this cluster instead of the remote one"},
+		{name: "signature verification", doc: hrWith("chart: {spec: {chart: c, sourceRef: {kind: HelmRepository, name: r}, verify: {provider: cosign}}}"),
+			wantErr: "field spec.chart.spec.verify is not supported: the chart would be installed without verifying its signature"},
+		{name: "chartRef to a HelmChart", doc: hrWith("chartRef: {kind: HelmChart, name: c}"),
+			wantErr: "HelmRelease team/a: spec.chartRef.kind HelmChart is not supported: only OCIRepository"},
+		{name: "wrong type", doc: hrWith("chartRef: {kind: OCIRepository, name: c}\n  maxHistory: lots"),
+			wantErr: "HelmRelease team/a: spec cannot be converted: json: cannot unmarshal string into Go struct field HelmReleaseSpec.maxHistory of type int"},
+		{name: "bad duration", doc: hrWith("chartRef: {kind: OCIRepository, name: c}\n  timeout: soon"),
+			wantErr: `HelmRelease team/a: spec cannot be converted: time: invalid duration "soon"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, _, err := ConvertHelmRelease(object(t, tt.doc))
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+		})
+	}
+}
+
+func TestConvertHelmRelease_chartRef(t *testing.T) {
+	g := NewWithT(t)
+	got, warnings, err := ConvertHelmRelease(object(t, hrWith("chartRef: {kind: OCIRepository, name: podinfo, namespace: flux-system}")))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(warnings).To(BeEmpty())
+	g.Expect(got.Object["spec"]).To(Equal(specOf(t, "  interval: 5m\n  chartRef: {kind: OCIRepository, name: podinfo, namespace: flux-system}\n")))
+}
+
+func TestNewFieldTree_followsOurAPI(t *testing.T) {
+	tests := []struct {
+		path     []string
+		wantLeaf bool
+		wantNone bool
+	}{
+		{path: []string{"chart", "spec", "valuesFiles"}, wantLeaf: true},
+		{path: []string{"install", "disableWait"}, wantLeaf: true}, // from the inlined ActionOptions
+		{path: []string{"upgrade", "remediation", "strategy"}, wantLeaf: true},
+		{path: []string{"driftDetection", "ignore", "target", "kind"}, wantLeaf: true}, // through a slice
+		{path: []string{"values"}, wantLeaf: true},                                     // apiextensionsv1.JSON: opaque
+		{path: []string{"interval"}, wantLeaf: true},                                   // metav1.Duration: opaque
+		{path: []string{"install"}},
+		{path: []string{"install", "ActionOptions"}, wantNone: true},
+		{path: []string{"postRenderers"}, wantNone: true},
+		{path: []string{"chart", "spec", "verify"}, wantNone: true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.path, "."), func(t *testing.T) {
+			g := NewWithT(t)
+			node := helmReleaseSpecFields
+			for _, p := range tt.path {
+				node = node.children[p]
+				if node == nil {
+					break
+				}
+			}
+			if tt.wantNone {
+				g.Expect(node).To(BeNil())
+				return
+			}
+			g.Expect(node).NotTo(BeNil())
+			g.Expect(node.children == nil).To(Equal(tt.wantLeaf))
+		})
+	}
+}
+
+func TestIsFluxHelmRelease(t *testing.T) {
+	tests := []struct {
+		apiVersion, kind string
+		want             bool
+	}{
+		{"helm.toolkit.fluxcd.io/v2", "HelmRelease", true},
+		{"helm.toolkit.fluxcd.io/v2beta1", "HelmRelease", true},
+		{"helm.toolkit.fluxcd.io/v2alpha1", "HelmRelease", true},
+		{"kraan.io/v1alpha1", "HelmRelease", false},
+		{"source.toolkit.fluxcd.io/v1", "HelmRepository", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.apiVersion+"/"+tt.kind, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := &unstructured.Unstructured{}
+			obj.SetAPIVersion(tt.apiVersion)
+			obj.SetKind(tt.kind)
+			g.Expect(IsFluxHelmRelease(obj)).To(Equal(tt.want))
+		})
+	}
+}
+
+func hrWith(spec string) string {
+	return "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: a, namespace: team}\n" +
+		"spec:\n  interval: 5m\n  " + spec + "\n"
+}

@@ -1,0 +1,103 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/kustomize/api/krusty"
+)
+
+// kustomizationNames are the file names kustomize recognises, in its order.
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+func isKustomizationName(name string) bool {
+	for _, k := range kustomizationNames {
+		if name == k {
+			return true
+		}
+	}
+	return false
+}
+
+// findKustomization returns the path of dir's kustomization file, or "".
+func findKustomization(dir string) (string, error) {
+	for _, name := range kustomizationNames {
+		p := filepath.Join(dir, name)
+		_, err := os.Lstat(p)
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("looking for %s: %w", name, err)
+		}
+	}
+	return "", nil
+}
+
+// kustomizeMu serialises builds: krusty shares package-level state that is not
+// safe for concurrent builds (Flux's kustomize-controller serialises them for
+// the same reason), and layers are reconciled concurrently.
+var kustomizeMu sync.Mutex
+
+// build runs `kustomize build dir` in-process. Kustomize's defaults are kept
+// where they are safe: load restrictions root-only (files may not come from
+// above the kustomization), plugins and Helm chart inflation disabled (they
+// execute binaries), input order kept. On top of that, remote bases and URLs
+// are refused before the build, since kustomize would fetch them with `git` and
+// HTTP from the operator, and every file access is confined to the artifact root.
+func build(dir, root string) ([]sourced, error) {
+	if err := checkLocalOnly(dir, root); err != nil {
+		return nil, err
+	}
+	name := displayDir(root, dir)
+	fsys, err := newConfinedFS(root)
+	if err != nil {
+		return nil, err
+	}
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	kustomizeMu.Lock()
+	resources, err := k.Run(fsys, dir)
+	kustomizeMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build of %s: %w", name, err)
+	}
+	objs := make([]sourced, 0, resources.Size())
+	for i, r := range resources.Resources() {
+		obj, err := resourceToUnstructured(r.MarshalJSON)
+		if err != nil {
+			return nil, fmt.Errorf("kustomize build of %s: object %d (%s): %w", name, i+1, r.CurId(), err)
+		}
+		objs = append(objs, sourced{obj: obj, origin: fmt.Sprintf("kustomize build of %s: %s", name, r.CurId())})
+	}
+	return objs, nil
+}
+
+// displayDir names dir in messages the way spec.source.path does: "./apps",
+// or "./" for the artifact root.
+func displayDir(root, dir string) string {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == "." {
+		return "./"
+	}
+	return "./" + filepath.ToSlash(rel)
+}
+
+// resourceToUnstructured goes through JSON because kustomize's maps hold Go
+// ints, which unstructured objects (and their DeepCopy) do not accept.
+func resourceToUnstructured(marshal func() ([]byte, error)) (*unstructured.Unstructured, error) {
+	data, err := marshal()
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := utiljson.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	obj := &unstructured.Unstructured{Object: m}
+	return obj, checkTypeMeta(obj)
+}
