@@ -10,10 +10,22 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
+// LayerOptions are the AddonsLayer controller's settings.
+type LayerOptions struct{}
+
 // AddonsLayerReconciler reconciles AddonsLayer objects. Its steps arrive with
 // the Layers issue (#4); until then it only reads the object.
 type AddonsLayerReconciler struct {
 	client.Client
+}
+
+// setupAddonsLayer builds the reconciler from mgr and opts and registers it.
+func setupAddonsLayer(mgr ctrl.Manager, opts Options) error {
+	r := &AddonsLayerReconciler{Client: mgr.GetClient()}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&kraanv1.AddonsLayer{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Complete(r)
 }
 
 // +kubebuilder:rbac:groups=kraan.io,resources=addonslayers,verbs=get;list;watch;create;update;patch;delete
@@ -28,12 +40,4 @@ func (r *AddonsLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Observed AddonsLayer", "generation", obj.Generation)
 	return ctrl.Result{}, nil
-}
-
-// SetupWithManager registers the reconciler and its watches with mgr.
-func (r *AddonsLayerReconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&kraanv1.AddonsLayer{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(r)
 }

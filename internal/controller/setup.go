@@ -2,18 +2,33 @@ package controller
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/source"
 )
 
-// Options are the settings shared by every reconciler.
+// Options are the settings shared by the reconcilers.
 type Options struct {
 	// MaxConcurrentReconciles is the number of workers per kind.
 	MaxConcurrentReconciles int
+	// DefaultServiceAccount is impersonated by HelmReleases that name none.
+	DefaultServiceAccount string
+	// Charts gets the charts of HelmReleases; by default from Flux sources,
+	// with artifacts kept under ChartArtifactsDir.
+	Charts ChartGetter
+	// ChartArtifactsDir holds the source artifacts charts are read from;
+	// defaults to a directory under the system's temporary directory.
+	ChartArtifactsDir string
+	// Layers are the AddonsLayer controller's settings.
+	Layers LayerOptions
 }
 
 // WatchedKinds are the kinds whose informers must have synced before the
@@ -24,12 +39,36 @@ func WatchedKinds() []client.Object {
 
 // SetupAll registers every reconciler with mgr.
 func SetupAll(mgr ctrl.Manager, opts Options) error {
+	if opts.Charts == nil {
+		charts, err := newSourceCharts(mgr, opts.ChartArtifactsDir)
+		if err != nil {
+			return err
+		}
+		opts.Charts = charts
+	}
+	engine, err := helm.NewEngine(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	metrics, err := NewMetrics(nil)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	releases := &HelmReleaseReconciler{
+		Client:                mgr.GetClient(),
+		APIReader:             mgr.GetAPIReader(),
+		Engine:                engine,
+		Charts:                opts.Charts,
+		Recorder:              mgr.GetEventRecorder("kraan-operator"),
+		DefaultServiceAccount: opts.DefaultServiceAccount,
+		Metrics:               metrics,
+	}
 	setups := []struct {
 		name  string
 		setup func(ctrl.Manager, Options) error
 	}{
-		{"AddonsLayer", (&AddonsLayerReconciler{Client: mgr.GetClient()}).SetupWithManager},
-		{"HelmRelease", (&HelmReleaseReconciler{Client: mgr.GetClient()}).SetupWithManager},
+		{"AddonsLayer", setupAddonsLayer},
+		{"HelmRelease", releases.SetupWithManager},
 		{"Habitat", (&HabitatReconciler{Client: mgr.GetClient()}).SetupWithManager},
 	}
 	for _, s := range setups {
@@ -40,7 +79,17 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	return nil
 }
 
-// Leader election, events and the namespaces' default service accounts are
-// needed by every controller.
+// Leader election and events are needed by every controller.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
+
+func newSourceCharts(mgr ctrl.Manager, dir string) (*SourceCharts, error) {
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "kraan-operator", "chart-artifacts")
+	}
+	store, err := source.New(dir, source.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("opening the chart artifact store: %w", err)
+	}
+	return &SourceCharts{Reader: mgr.GetAPIReader(), Fetcher: chart.NewFetcher(chart.Options{}), Artifacts: store}, nil
+}

@@ -39,7 +39,7 @@ func (c *CacheSyncCheck) Start(ctx context.Context) error {
 		// GetInformer blocks until the informer has synced (or ctx ends).
 		if _, err := c.informers.GetInformer(ctx, obj); err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return nil //nolint:nilerr // shutting down before the sync is not a failure
 			}
 			return fmt.Errorf("starting the informer for %T: %w", obj, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -31,6 +32,7 @@ func newScheme() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(kraanv1.AddToScheme(s))
 	utilruntime.Must(habitatv1.AddToScheme(s))
+	utilruntime.Must(sourcev1.AddToScheme(s))
 	return s
 }
 

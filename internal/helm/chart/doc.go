@@ -1,0 +1,29 @@
+// Package chart gets the Helm chart of a HelmRelease, loaded and ready for
+// Helm's actions, from one of three places:
+//
+//   - a Helm HTTP repository (a HelmRepository of type default): the
+//     repository's index.yaml is fetched, the chart version chosen from the
+//     release's semver range, the archive downloaded and checked against the
+//     index's digest;
+//   - an OCI registry (a HelmRepository of type oci): tags are listed, the
+//     version chosen the same way and the chart pulled with Helm's registry
+//     client;
+//   - a directory in an artifact that internal/source already fetched (a
+//     GitRepository, Bucket or OCIRepository): the chart is loaded with its
+//     vendored charts/ dependencies, which are never downloaded.
+//
+// A Fetcher keeps what it downloads so that many releases of one chart cost
+// one download: repository indexes and OCI tag lists for a short TTL (then
+// revalidated with If-None-Match/If-Modified-Since), chart archives by digest
+// in a size-bounded LRU. Concurrent requests for the same index or archive
+// share one download. Archives rather than loaded charts are kept because
+// Helm's install and upgrade change the chart they are given (disabled
+// subcharts are dropped from it), so every Fetch returns a chart of its own.
+//
+// Errors a user can act on are typed (ChartNotFoundError,
+// VersionNotFoundError, AuthError, …) so the controller can tell them apart;
+// IsTransient says which are worth a retry with backoff.
+//
+// The package only reads: it needs no Kubernetes client. The controller reads
+// the HelmRepository and its Secret and passes their fields as a Repository.
+package chart

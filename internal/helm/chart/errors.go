@@ -1,0 +1,186 @@
+package chart
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// maxListedVersions is how many of the newest versions a VersionNotFoundError
+// lists: enough to spot a typo in a range, short enough for a condition.
+const maxListedVersions = 5
+
+// ChartNotFoundError is returned when a repository has no chart of that name.
+//
+//nolint:revive // "NotFoundError" alone would not say what was not found beside VersionNotFoundError.
+type ChartNotFoundError struct {
+	// Chart is the chart name asked for.
+	Chart string
+	// Source is the index URL or OCI repository that was searched.
+	Source string
+}
+
+func (e *ChartNotFoundError) Error() string {
+	return fmt.Sprintf("chart %s not found in %s", e.Chart, e.Source)
+}
+
+// VersionNotFoundError is returned when no version of a chart satisfies the
+// requested semver range.
+type VersionNotFoundError struct {
+	// Chart is the chart name.
+	Chart string
+	// Constraint is the semver range asked for.
+	Constraint string
+	// Available are the chart's versions, newest first.
+	Available []string
+}
+
+func (e *VersionNotFoundError) Error() string {
+	if len(e.Available) == 0 {
+		return fmt.Sprintf("no version of %s matches %s; the repository lists no valid version", e.Chart, e.Constraint)
+	}
+	listed := e.Available
+	more := ""
+	if len(listed) > maxListedVersions {
+		more = fmt.Sprintf(", … (%d more)", len(listed)-maxListedVersions)
+		listed = listed[:maxListedVersions]
+	}
+	return fmt.Sprintf("no version of %s matches %s; available: %s%s",
+		e.Chart, e.Constraint, strings.Join(listed, ", "), more)
+}
+
+// UnreachableError is returned when a repository cannot be reached at all:
+// DNS, connection, TLS or timeout failures.
+type UnreachableError struct {
+	// URL that was requested.
+	URL string
+	// Err is the transport's error.
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("repository unreachable: %s: %v", e.URL, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// AuthError is returned when a repository refuses the credentials given (or
+// their absence) with 401 Unauthorized or 403 Forbidden.
+type AuthError struct {
+	// URL that was requested.
+	URL string
+	// StatusCode is 401 or 403.
+	StatusCode int
+}
+
+func (e *AuthError) Error() string {
+	return fmt.Sprintf("%s: %d %s: check the username and password in the HelmRepository's secretRef",
+		e.URL, e.StatusCode, http.StatusText(e.StatusCode))
+}
+
+// StatusError is returned when a repository answers with an unexpected HTTP
+// status other than 401 and 403.
+type StatusError struct {
+	// URL that was requested.
+	URL string
+	// StatusCode is the status of the response.
+	StatusCode int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s: unexpected status %d %s", e.URL, e.StatusCode, http.StatusText(e.StatusCode))
+}
+
+// InvalidIndexError is returned when a repository's index.yaml cannot be parsed.
+type InvalidIndexError struct {
+	// URL of the index.
+	URL string
+	// Err is the parser's error.
+	Err error
+}
+
+func (e *InvalidIndexError) Error() string {
+	return fmt.Sprintf("invalid repository index %s: %v", e.URL, e.Err)
+}
+
+func (e *InvalidIndexError) Unwrap() error { return e.Err }
+
+// DigestMismatchError is returned when a downloaded chart archive is not the
+// one the repository index describes.
+type DigestMismatchError struct {
+	// URL of the archive.
+	URL string
+	// Expected is the digest in the index, Actual the one downloaded.
+	Expected string
+	Actual   string
+}
+
+func (e *DigestMismatchError) Error() string {
+	return fmt.Sprintf("chart archive %s has digest %s, but the repository index says %s",
+		e.URL, e.Actual, e.Expected)
+}
+
+// MissingDependencyError is returned when a chart declares dependencies that
+// its charts/ directory does not hold. Dependencies are never downloaded:
+// they must be vendored (`helm dependency build`).
+type MissingDependencyError struct {
+	// Chart is the name of the chart declaring them.
+	Chart string
+	// Missing are the dependencies, as "name" or "name version".
+	Missing []string
+}
+
+func (e *MissingDependencyError) Error() string {
+	return fmt.Sprintf("chart %s declares dependencies missing from its charts/ directory: %s; "+
+		"vendor them with `helm dependency build` (dependencies are not downloaded)",
+		e.Chart, strings.Join(e.Missing, ", "))
+}
+
+// DependencyMismatchError is returned when a vendored dependency is not the
+// version Chart.lock pins.
+type DependencyMismatchError struct {
+	// Chart is the name of the chart declaring the dependency.
+	Chart string
+	// Dependency is the dependency's name.
+	Dependency string
+	// Locked is the version in Chart.lock, Vendored the one in charts/.
+	Locked   string
+	Vendored string
+}
+
+func (e *DependencyMismatchError) Error() string {
+	return fmt.Sprintf("chart %s: charts/ holds %s %s but Chart.lock pins %s; run `helm dependency build`",
+		e.Chart, e.Dependency, e.Vendored, e.Locked)
+}
+
+// MissingValuesFileError is returned when a values file named in
+// spec.chart.spec.valuesFiles does not exist.
+type MissingValuesFileError struct {
+	// Chart is the chart's name.
+	Chart string
+	// File is the path as given.
+	File string
+}
+
+func (e *MissingValuesFileError) Error() string {
+	return fmt.Sprintf("values file %s not found in chart %s", e.File, e.Chart)
+}
+
+// IsTransient reports whether err may go away by itself, so that retrying
+// with backoff makes sense: an unreachable repository, a server error, rate
+// limiting. Configuration mistakes (wrong chart name, version range,
+// credentials, a broken chart) are not transient.
+func IsTransient(err error) bool {
+	var unreachable *UnreachableError
+	if errors.As(err, &unreachable) {
+		return true
+	}
+	var status *StatusError
+	if errors.As(err, &status) {
+		return status.StatusCode >= http.StatusInternalServerError ||
+			status.StatusCode == http.StatusTooManyRequests ||
+			status.StatusCode == http.StatusRequestTimeout
+	}
+	return false
+}

@@ -1,0 +1,272 @@
+package chart
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	helmchart "helm.sh/helm/v3/pkg/chart"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+)
+
+// Defaults of Options. The size limits are Flux source-controller's.
+const (
+	// DefaultIndexTTL: a new chart version is seen within a minute, while a
+	// burst of releases of one repository costs one index request.
+	DefaultIndexTTL      = time.Minute
+	DefaultMaxIndexes    = 32
+	DefaultMaxCacheBytes = 128 << 20
+	DefaultMaxIndexSize  = 50 << 20
+	DefaultMaxChartSize  = 10 << 20
+)
+
+// maxTransports bounds the HTTP transports kept, one per distinct TLS
+// configuration, so that connections are reused across fetches.
+const maxTransports = 16
+
+// Options tune a Fetcher; zero fields take the defaults above.
+type Options struct {
+	// IndexTTL is how long a repository index or OCI tag list is used without
+	// asking the repository again. After it, an index is revalidated with
+	// If-None-Match / If-Modified-Since, so an unchanged one is not
+	// downloaded again. A negative value revalidates on every fetch.
+	IndexTTL time.Duration
+	// MaxIndexes is how many indexes and tag lists are kept.
+	MaxIndexes int
+	// MaxCacheBytes bounds the summed size of the chart archives kept.
+	MaxCacheBytes int64
+	// MaxIndexSize is the largest index.yaml accepted, in bytes.
+	MaxIndexSize int64
+	// MaxChartSize is the largest chart archive accepted, in bytes.
+	MaxChartSize int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.IndexTTL == 0 {
+		o.IndexTTL = DefaultIndexTTL
+	}
+	if o.MaxIndexes <= 0 {
+		o.MaxIndexes = DefaultMaxIndexes
+	}
+	if o.MaxCacheBytes <= 0 {
+		o.MaxCacheBytes = DefaultMaxCacheBytes
+	}
+	if o.MaxIndexSize <= 0 {
+		o.MaxIndexSize = DefaultMaxIndexSize
+	}
+	if o.MaxChartSize <= 0 {
+		o.MaxChartSize = DefaultMaxChartSize
+	}
+	return o
+}
+
+// Fetcher gets charts and keeps what it downloaded for the next release that
+// needs it. One Fetcher serves the whole operator; it is safe for concurrent
+// use.
+type Fetcher struct {
+	opts Options
+	now  func() time.Time
+
+	indexes   *lru[string, *indexEntry]
+	tags      *lru[string, *tagsEntry]
+	archives  *lru[string, *archive]
+	manifests *lru[string, string] // OCI manifest digest → archive key
+	group     singleflight.Group
+
+	transportMu sync.Mutex
+	transports  map[string]*http.Transport // by TLS fingerprint
+}
+
+// NewFetcher returns a Fetcher with empty caches.
+func NewFetcher(opts Options) *Fetcher {
+	opts = opts.withDefaults()
+	return &Fetcher{
+		opts:       opts,
+		now:        time.Now,
+		indexes:    newLRU[string, *indexEntry](int64(opts.MaxIndexes)),
+		tags:       newLRU[string, *tagsEntry](int64(opts.MaxIndexes)),
+		archives:   newLRU[string, *archive](opts.MaxCacheBytes),
+		manifests:  newLRU[string, string](int64(opts.MaxIndexes) * 16),
+		transports: map[string]*http.Transport{},
+	}
+}
+
+// Request says which chart to get and from where: set Repository for a
+// HelmRepository source, ArtifactDir for a GitRepository, Bucket or
+// OCIRepository whose artifact internal/source extracted.
+type Request struct {
+	// Chart is spec.chart.spec.chart: a chart name in a repository, or the
+	// chart's path inside the artifact directory.
+	Chart string
+	// Version is spec.chart.spec.version, a semver range ("" means "*");
+	// ignored for artifact directories, whose chart is what it is.
+	Version string
+	// ValuesFiles is spec.chart.spec.valuesFiles: merged in order over the
+	// chart's values.yaml into Result.Chart.Values (see MergeValuesFiles).
+	ValuesFiles []string
+	// Repository is the HelmRepository's spec and credentials.
+	Repository *Repository
+	// ArtifactDir is where the source's artifact was extracted.
+	ArtifactDir string
+}
+
+// NewRequest copies what a HelmRelease's chart template says; the caller
+// adds Repository or ArtifactDir after looking up spec.sourceRef.
+func NewRequest(spec kraanv1.HelmChartTemplateSpec) Request {
+	return Request{Chart: spec.Chart, Version: spec.Version, ValuesFiles: spec.ValuesFiles}
+}
+
+// Result is a loaded chart and where it came from.
+type Result struct {
+	// Chart is loaded and belongs to the caller: Helm's actions may change it.
+	Chart *helmchart.Chart
+	// Name and Version of the chart, from its Chart.yaml.
+	Name    string
+	Version string
+	// Digest is "sha256:<hex>" of the chart archive; for a directory, of the
+	// chart's files (names and contents), so an edit changes it.
+	Digest string
+	// URL is the archive's URL, the OCI reference (oci://…:<tag>) or the directory.
+	URL string
+	// ManifestDigest is the OCI manifest's digest; empty for other sources.
+	ManifestDigest string
+}
+
+// Fetch gets the chart the request names, applies its values files and
+// returns it loaded. Errors a user can act on are typed (see errors.go).
+func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
+	res, err := f.fetch(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.ValuesFiles) == 0 {
+		return res, nil
+	}
+	var values map[string]any
+	if req.Repository != nil {
+		values, err = MergeValuesFiles(res.Chart, req.ValuesFiles)
+	} else {
+		values, err = MergeArtifactValuesFiles(req.ArtifactDir, res.Chart, req.ValuesFiles)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Chart.Values = values
+	return res, nil
+}
+
+func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
+	switch {
+	case req.Repository != nil && req.ArtifactDir != "":
+		return nil, errors.New("request names both a repository and an artifact directory")
+	case req.Repository != nil:
+		if err := req.Repository.validate(); err != nil {
+			return nil, err
+		}
+		if req.Repository.isOCI() {
+			return f.fetchOCI(ctx, req.Repository, req.Chart, req.Version)
+		}
+		return f.fetchHTTP(ctx, req.Repository, req.Chart, req.Version)
+	case req.ArtifactDir != "":
+		return LoadDir(req.ArtifactDir, req.Chart)
+	default:
+		return nil, errors.New("request names neither a repository nor an artifact directory")
+	}
+}
+
+// shared runs fn once for all concurrent callers with the same key. fn gets
+// a context detached from the first caller's, bounded by timeout instead: its
+// result serves every caller waiting, so one caller giving up must not fail
+// the others. Each caller still returns as soon as its own context ends.
+func (f *Fetcher) shared(ctx context.Context, key string, timeout time.Duration,
+	fn func(context.Context) (any, error)) (any, error) {
+	ch := f.group.DoChan(key, func() (any, error) {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		return fn(sctx)
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-ch:
+		return r.Val, r.Err
+	}
+}
+
+// fresh reports whether something fetched at checked is still within the TTL.
+func (f *Fetcher) fresh(checked time.Time) bool {
+	return f.now().Sub(checked) < f.opts.IndexTTL
+}
+
+// transport returns the shared transport for the credentials' TLS material.
+// Reusing transports keeps connections alive across fetches.
+func (f *Fetcher) transport(c *Credentials) (*http.Transport, error) {
+	key := c.tlsFingerprint()
+	f.transportMu.Lock()
+	defer f.transportMu.Unlock()
+	if t, ok := f.transports[key]; ok {
+		return t, nil
+	}
+	cfg, err := c.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	if len(f.transports) >= maxTransports {
+		f.evictTransport()
+	}
+	t := newTransport(cfg)
+	f.transports[key] = t
+	return t, nil
+}
+
+// evictTransport drops one transport with TLS material; the caller holds
+// transportMu. Which one does not matter much: it only costs a new connection.
+func (f *Fetcher) evictTransport() {
+	for k, t := range f.transports {
+		if k != "" {
+			t.CloseIdleConnections()
+			delete(f.transports, k)
+			return
+		}
+	}
+}
+
+// newTransport is Go's default transport (proxy from HTTPS_PROXY, HTTP_PROXY
+// and NO_PROXY; dial and TLS timeouts) with the repository's TLS settings and
+// a bound on waiting for response headers.
+func newTransport(cfg *tls.Config) *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       cfg,
+	}
+}
+
+// resultFromArchive loads a downloaded archive and checks its dependencies
+// are inside it.
+func resultFromArchive(a *archive, url string) (*Result, error) {
+	ch, err := a.load()
+	if err != nil {
+		return nil, fmt.Errorf("loading chart archive %s: %w", url, err)
+	}
+	// A packaged chart's lock is its publisher's business: only missing
+	// dependencies, which Helm would refuse too, are an error here.
+	if err := checkDependencies(ch, false); err != nil {
+		return nil, err
+	}
+	return &Result{Chart: ch, Name: ch.Name(), Version: ch.Metadata.Version, Digest: a.digest, URL: url}, nil
+}

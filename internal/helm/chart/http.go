@@ -1,0 +1,187 @@
+package chart
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"helm.sh/helm/v3/pkg/repo"
+)
+
+// userAgent names the operator to repositories, for their logs.
+const userAgent = "kraan-operator"
+
+// indexEntry is a parsed index and what revalidating it needs. Entries are
+// replaced, never changed, so readers need no lock.
+type indexEntry struct {
+	index        *repo.IndexFile
+	etag         string
+	lastModified string
+	checked      time.Time
+}
+
+// fetchHTTP gets a chart from a Helm HTTP repository: index, version, archive.
+func (f *Fetcher) fetchHTTP(ctx context.Context, r *Repository, name, constraint string) (*Result, error) {
+	index, err := f.index(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	cv, err := pickVersion(index, r.indexURL(), name, constraint)
+	if err != nil {
+		return nil, err
+	}
+	// The first URL is the one Helm downloads; the others are mirrors.
+	chartURL, err := repo.ResolveReferenceURL(r.URL, cv.URLs[0])
+	if err != nil {
+		return nil, &InvalidIndexError{URL: r.indexURL(), Err: err}
+	}
+	a, err := f.archive(ctx, r, cv.Digest, chartURL)
+	if err != nil {
+		return nil, err
+	}
+	return resultFromArchive(a, chartURL)
+}
+
+// index returns the repository's index from the cache while it is fresh, and
+// otherwise revalidates or downloads it, once for all concurrent callers.
+func (f *Fetcher) index(ctx context.Context, r *Repository) (*repo.IndexFile, error) {
+	key := r.indexURL() + "#" + r.Credentials.fingerprint()
+	if e, ok := f.indexes.get(key); ok && f.fresh(e.checked) {
+		return e.index, nil
+	}
+	v, err := f.shared(ctx, "index\x00"+key, r.timeout(), func(ctx context.Context) (any, error) {
+		return f.refreshIndex(ctx, r, key)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*indexEntry).index, nil
+}
+
+// refreshIndex asks for the index, conditionally when one is cached: a 304
+// costs no download and no parsing, which matters for indexes of megabytes.
+func (f *Fetcher) refreshIndex(ctx context.Context, r *Repository, key string) (*indexEntry, error) {
+	url := r.indexURL()
+	prev, cached := f.indexes.get(key)
+	header := http.Header{}
+	if cached {
+		setIfPresent(header, "If-None-Match", prev.etag)
+		setIfPresent(header, "If-Modified-Since", prev.lastModified)
+	}
+	resp, err := f.get(ctx, r, url, header)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotModified && cached {
+		e := *prev
+		e.checked = f.now()
+		f.indexes.add(key, &e, 1)
+		return &e, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &StatusError{URL: url, StatusCode: resp.StatusCode}
+	}
+	data, err := readLimited(resp.Body, f.opts.MaxIndexSize, url)
+	if err != nil {
+		return nil, err
+	}
+	index, err := parseIndex(data)
+	if err != nil {
+		return nil, &InvalidIndexError{URL: url, Err: err}
+	}
+	e := &indexEntry{
+		index:        index,
+		etag:         resp.Header.Get("ETag"),
+		lastModified: resp.Header.Get("Last-Modified"),
+		checked:      f.now(),
+	}
+	f.indexes.add(key, e, 1)
+	return e, nil
+}
+
+func setIfPresent(h http.Header, key, value string) {
+	if value != "" {
+		h.Set(key, value)
+	}
+}
+
+// archive returns a chart archive from the cache or downloads it, once for
+// all concurrent callers. Archives with a digest in the index are cached by
+// digest, so releases of the same chart share one download whichever
+// repository listed it; without a digest, by URL and credentials.
+func (f *Fetcher) archive(ctx context.Context, r *Repository, indexDigest, url string) (*archive, error) {
+	want := normalizeDigest(indexDigest)
+	key := want
+	if key == "" {
+		key = "url:" + url + "#" + r.Credentials.fingerprint()
+	}
+	if a, ok := f.archives.get(key); ok {
+		return a, nil
+	}
+	v, err := f.shared(ctx, "archive\x00"+key, r.timeout(), func(ctx context.Context) (any, error) {
+		return f.download(ctx, r, url, want, key)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*archive), nil
+}
+
+// download gets an archive and checks it is the one the index describes
+// before caching it.
+func (f *Fetcher) download(ctx context.Context, r *Repository, url, want, key string) (*archive, error) {
+	resp, err := f.get(ctx, r, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &StatusError{URL: url, StatusCode: resp.StatusCode}
+	}
+	data, err := readLimited(resp.Body, f.opts.MaxChartSize, url)
+	if err != nil {
+		return nil, err
+	}
+	a := newArchive(data)
+	if want != "" && want != a.digest {
+		return nil, &DigestMismatchError{URL: url, Expected: want, Actual: a.digest}
+	}
+	f.archives.add(key, a, int64(len(data)))
+	return a, nil
+}
+
+// get sends a GET and turns failures into typed errors. Basic auth goes to
+// the repository's own host only. The caller closes the body of a 2xx or 304.
+func (f *Fetcher) get(ctx context.Context, r *Repository, url string, header http.Header) (*http.Response, error) {
+	t, err := f.transport(r.Credentials)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("invalid URL %s: %w", url, err)
+	}
+	req.Header = header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	req.Header.Set("User-Agent", userAgent)
+	if c := r.Credentials; c != nil && c.Username != "" && r.sameHost(url) {
+		req.SetBasicAuth(c.Username, c.Password)
+	}
+	resp, err := (&http.Client{Transport: t}).Do(req)
+	if err != nil {
+		return nil, &UnreachableError{URL: url, Err: err}
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		resp.Body.Close()
+		return nil, &AuthError{URL: url, StatusCode: resp.StatusCode}
+	}
+	if resp.StatusCode >= http.StatusBadRequest {
+		resp.Body.Close()
+		return nil, &StatusError{URL: url, StatusCode: resp.StatusCode}
+	}
+	return resp, nil
+}

@@ -1,0 +1,10 @@
+// Package helm is the operator's embedded Helm engine: every use of the Helm
+// SDK (helm.sh/helm/v3) goes through it. It builds an action configuration per
+// release on top of one shared discovery client and REST mapper, observes the
+// release in Helm's storage, decides the next action from that observation
+// (install, upgrade, test, rollback, uninstall, unlock), and runs it.
+//
+// The decision is made from what storage holds on each pass, never from status
+// the operator wrote earlier, so a crash mid-upgrade or a release changed by
+// hand is handled like any other state.
+package helm

@@ -1,0 +1,89 @@
+package helm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+
+	"helm.sh/helm/v3/pkg/action"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+)
+
+// Engine holds what every release shares: the operator's REST config, one
+// cached discovery client and one REST mapper. It is safe for concurrent use.
+type Engine struct {
+	config    *rest.Config
+	discovery discovery.CachedDiscoveryInterface
+	mapper    meta.ResettableRESTMapper
+}
+
+// NewEngine returns an engine talking to the cluster of config.
+func NewEngine(config *rest.Config) (*Engine, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("creating the discovery client: %w", err)
+	}
+	cached := memory.NewMemCacheClient(dc)
+	return &Engine{
+		config:    rest.CopyConfig(config),
+		discovery: cached,
+		// Helm resets a resettable mapper after installing a chart's CRDs, so
+		// kinds defined by those CRDs resolve in the same install.
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached),
+	}, nil
+}
+
+// Target says where a release lives and as whom the engine acts on it.
+type Target struct {
+	// ReleaseName of the Helm release.
+	ReleaseName string
+	// Namespace the release's objects go to.
+	Namespace string
+	// StorageNamespace holds the release records (Secrets).
+	StorageNamespace string
+	// Impersonate, when set, is the user every API request is made as, e.g.
+	// system:serviceaccount:<ns>:<name>.
+	Impersonate string
+}
+
+// configFor returns a Helm action configuration for target. Releases are
+// stored as Secrets in the storage namespace, as the helm CLI does, so `helm
+// list` and `helm history` keep working on releases the operator manages.
+func (e *Engine) configFor(target Target, debug action.DebugLog) (*action.Configuration, error) {
+	config := rest.CopyConfig(e.config)
+	if target.Impersonate != "" {
+		config.Impersonate = rest.ImpersonationConfig{UserName: target.Impersonate}
+	}
+	getter := &restClientGetter{
+		config:    config,
+		namespace: target.Namespace,
+		discovery: e.discovery,
+		mapper:    e.mapper,
+	}
+	cfg := &action.Configuration{}
+	if err := cfg.Init(getter, target.StorageNamespace, "secret", debug); err != nil {
+		return nil, fmt.Errorf("initialising Helm for release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
+	}
+	return cfg, nil
+}
+
+// Uninstall removes the release, honouring spec.uninstall. A release that is
+// not in storage is already gone.
+func (e *Engine) Uninstall(ctx context.Context, target Target, spec *kraanv1.HelmReleaseSpec) error {
+	logs := &logTail{}
+	cfg, err := e.configFor(target, logs.bind(logr.FromContextOrDiscard(ctx)))
+	if err != nil {
+		return err
+	}
+	if _, err := newUninstall(cfg, spec).Run(target.ReleaseName); err != nil {
+		return fmt.Errorf("uninstalling release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
+	}
+	return nil
+}

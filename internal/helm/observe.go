@@ -1,0 +1,112 @@
+package helm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+)
+
+// Release labels the engine writes into Helm storage, so that whether a
+// revision matches the desired state is read from storage itself.
+const (
+	// ChartDigestLabel holds a prefix of the chart archive's digest: two
+	// charts with the same version (a chart in a Git path) still differ.
+	ChartDigestLabel = "kraan.io/chart-digest"
+	// ValuesDigestLabel holds a prefix of the values' digest.
+	ValuesDigestLabel = "kraan.io/values-digest"
+)
+
+// labelDigestLength keeps digests within the 63 characters of a label value.
+const labelDigestLength = 32
+
+// Desired is the state a release should be in.
+type Desired struct {
+	Chart *chart.Chart
+	// ChartDigest identifies the chart's content, e.g. "sha256:…".
+	ChartDigest string
+	Values      map[string]any
+}
+
+// ValuesDigest is the digest of values, stable across map orderings.
+func ValuesDigest(values map[string]any) string {
+	if values == nil {
+		values = map[string]any{}
+	}
+	data, _ := json.Marshal(values) // maps marshal with sorted keys
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// labels are the storage labels recording d.
+func (d Desired) labels() map[string]string {
+	return map[string]string{
+		ChartDigestLabel:  labelDigest(d.ChartDigest),
+		ValuesDigestLabel: labelDigest(ValuesDigest(d.Values)),
+	}
+}
+
+// Matches says whether rel was made from d's chart and values.
+func (d Desired) Matches(rel *release.Release) bool {
+	if rel == nil || rel.Chart == nil || rel.Chart.Metadata == nil {
+		return false
+	}
+	meta := d.Chart.Metadata
+	if rel.Chart.Metadata.Name != meta.Name || rel.Chart.Metadata.Version != meta.Version {
+		return false
+	}
+	if rel.Labels[ChartDigestLabel] != labelDigest(d.ChartDigest) {
+		return false
+	}
+	// Config is what was passed at install or upgrade; compare its digest rather
+	// than the label so that a release made by the helm CLI is judged too.
+	return ValuesDigest(rel.Config) == ValuesDigest(d.Values)
+}
+
+func labelDigest(digest string) string {
+	for i := 0; i < len(digest); i++ {
+		if digest[i] == ':' {
+			digest = digest[i+1:]
+			break
+		}
+	}
+	if len(digest) > labelDigestLength {
+		digest = digest[:labelDigestLength]
+	}
+	return digest
+}
+
+// observe reads the release's history from storage. Helm's secrets driver
+// queries by the labels name=<release>,owner=helm, so this reads only this
+// release's records, not every release Secret of the namespace.
+func observe(cfg *action.Configuration, name string) (Observation, error) {
+	history, err := cfg.Releases.History(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return Observation{}, nil
+	}
+	if err != nil {
+		return Observation{}, fmt.Errorf("reading the history of release %s: %w", name, err)
+	}
+	var obs Observation
+	for _, rel := range history {
+		if obs.Latest == nil || rel.Version > obs.Latest.Version {
+			obs.Latest = rel
+		}
+	}
+	for _, rel := range history {
+		if rel.Version >= obs.Latest.Version || rel.Info == nil {
+			continue
+		}
+		deployed := rel.Info.Status == release.StatusDeployed || rel.Info.Status == release.StatusSuperseded
+		if deployed && (obs.PreviousDeployed == nil || rel.Version > obs.PreviousDeployed.Version) {
+			obs.PreviousDeployed = rel
+		}
+	}
+	return obs, nil
+}

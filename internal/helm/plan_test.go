@@ -1,0 +1,72 @@
+package helm
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/release"
+	helmtime "helm.sh/helm/v3/pkg/time"
+)
+
+func rel(version int, status release.Status, hooks ...*release.Hook) *release.Release {
+	return &release.Release{Version: version, Info: &release.Info{Status: status}, Hooks: hooks}
+}
+
+func testHook(phase release.HookPhase) *release.Hook {
+	h := &release.Hook{Events: []release.HookEvent{release.HookTest}}
+	if phase != "" {
+		h.LastRun = release.HookExecution{StartedAt: helmtime.Time{Time: time.Now()}, Phase: phase}
+	}
+	return h
+}
+
+func TestPlan(t *testing.T) {
+	upgradeRetries := Policy{UpgradeRetries: 2, UpgradeRemediateLast: true}
+	cases := []struct {
+		name     string
+		obs      Observation
+		matches  bool
+		policy   Policy
+		failures Failures
+		want     Action
+	}{
+		{"absent installs", Observation{}, false, Policy{}, Failures{}, ActionInstall},
+		{"absent after exhausted installs stalls", Observation{}, false, Policy{}, Failures{Install: 1}, ActionStalled},
+		{"unlimited install retries never stall", Observation{}, false, Policy{InstallRetries: -1}, Failures{Install: 99}, ActionInstall},
+		{"pending-install unlocks", Observation{Latest: rel(1, release.StatusPendingInstall)}, true, Policy{}, Failures{}, ActionUnlock},
+		{"pending-upgrade unlocks", Observation{Latest: rel(2, release.StatusPendingUpgrade)}, true, Policy{}, Failures{}, ActionUnlock},
+		{"deployed in sync does nothing", Observation{Latest: rel(1, release.StatusDeployed)}, true, Policy{}, Failures{}, ActionNone},
+		{"deployed out of sync upgrades", Observation{Latest: rel(1, release.StatusDeployed)}, false, Policy{}, Failures{}, ActionUpgrade},
+		{"deployed out of sync after exhausted upgrades stalls", Observation{Latest: rel(3, release.StatusDeployed)}, false, upgradeRetries, Failures{Upgrade: 3}, ActionStalled},
+		{"tests enabled and not run tests", Observation{Latest: rel(1, release.StatusDeployed, testHook(""))}, true, Policy{TestEnable: true}, Failures{}, ActionTest},
+		{"tests enabled without test hooks does nothing", Observation{Latest: rel(1, release.StatusDeployed)}, true, Policy{TestEnable: true}, Failures{}, ActionNone},
+		{"tests passed does nothing", Observation{Latest: rel(1, release.StatusDeployed, testHook(release.HookPhaseSucceeded))}, true, Policy{TestEnable: true}, Failures{}, ActionNone},
+		{"failed test ignored does nothing", Observation{Latest: rel(1, release.StatusDeployed, testHook(release.HookPhaseFailed))}, true, Policy{TestEnable: true, IgnoreTestFailures: true}, Failures{Install: 1}, ActionNone},
+		{"failed test after upgrade rolls back", Observation{Latest: rel(2, release.StatusDeployed, testHook(release.HookPhaseFailed)), PreviousDeployed: rel(1, release.StatusSuperseded)}, true, Policy{TestEnable: true, UpgradeRetries: 1}, Failures{Upgrade: 1}, ActionRollback},
+		{"failed install uninstalls while retries remain", Observation{Latest: rel(1, release.StatusFailed)}, true, Policy{InstallRetries: 2}, Failures{Install: 1}, ActionUninstall},
+		{"failed install exhausted stalls", Observation{Latest: rel(1, release.StatusFailed)}, true, Policy{InstallRetries: 1}, Failures{Install: 2}, ActionStalled},
+		{"failed install exhausted remediates last failure", Observation{Latest: rel(1, release.StatusFailed)}, true, Policy{InstallRetries: 1, InstallRemediateLast: true}, Failures{Install: 2}, ActionUninstall},
+		{"failed upgrade rolls back", Observation{Latest: rel(2, release.StatusFailed), PreviousDeployed: rel(1, release.StatusDeployed)}, true, upgradeRetries, Failures{Upgrade: 1}, ActionRollback},
+		{"failed upgrade with uninstall strategy uninstalls", Observation{Latest: rel(2, release.StatusFailed), PreviousDeployed: rel(1, release.StatusDeployed)}, true, Policy{UpgradeRetries: 1, UpgradeStrategyUninstall: true}, Failures{Upgrade: 1}, ActionUninstall},
+		{"failed upgrade exhausted without remediate-last stalls", Observation{Latest: rel(2, release.StatusFailed), PreviousDeployed: rel(1, release.StatusDeployed)}, true, Policy{}, Failures{Upgrade: 1}, ActionStalled},
+		{"failed upgrade then spec change upgrades", Observation{Latest: rel(2, release.StatusFailed), PreviousDeployed: rel(1, release.StatusDeployed)}, false, Policy{}, Failures{}, ActionUpgrade},
+		{"failed install then spec change uninstalls first", Observation{Latest: rel(1, release.StatusFailed)}, false, Policy{}, Failures{}, ActionUninstall},
+		{"uninstalled with history reinstalls", Observation{Latest: rel(3, release.StatusUninstalled)}, false, Policy{}, Failures{}, ActionInstall},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Plan(tc.obs, func(*release.Release) bool { return tc.matches }, tc.policy, tc.failures)
+			NewWithT(t).Expect(got).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestValuesDigest_IgnoresMapOrder(t *testing.T) {
+	g := NewWithT(t)
+	a := map[string]any{"a": 1, "b": map[string]any{"x": "y", "z": true}}
+	b := map[string]any{"b": map[string]any{"z": true, "x": "y"}, "a": 1}
+	g.Expect(ValuesDigest(a)).To(Equal(ValuesDigest(b)))
+	g.Expect(ValuesDigest(a)).NotTo(Equal(ValuesDigest(map[string]any{"a": 2})))
+	g.Expect(ValuesDigest(nil)).To(Equal(ValuesDigest(map[string]any{})))
+}

@@ -1,0 +1,187 @@
+package helm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+)
+
+// maxSteps bounds the actions taken in one Run: a failed upgrade, its rollback
+// and the retry fit; anything longer returns to the controller, which requeues.
+const maxSteps = 4
+
+// Request is one reconciliation of a release.
+type Request struct {
+	Target   Target
+	Desired  Desired
+	Spec     *kraanv1.HelmReleaseSpec
+	Failures Failures
+}
+
+// Step is one Helm action the engine took.
+type Step struct {
+	Action   Action
+	Err      error
+	Duration time.Duration
+	// LogTail is the end of Helm's log during the action: on a failed wait it
+	// names the object that was not ready and why.
+	LogTail []string
+}
+
+// Result is what Run did and what storage holds afterwards.
+type Result struct {
+	Steps []Step
+	// Next is the action planned after the last step: ActionNone when the
+	// release is in sync, ActionStalled when retries are exhausted.
+	Next     Action
+	Failures Failures
+	Latest   *release.Release
+}
+
+// Run observes the release and takes actions until it is in sync, stalled,
+// an action failed without changing storage, or maxSteps actions were taken.
+func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
+	res := Result{Failures: req.Failures}
+	policy := PolicyOf(req.Spec)
+	for range maxSteps {
+		logs := &logTail{}
+		cfg, err := e.configFor(req.Target, logs.bind(logr.FromContextOrDiscard(ctx)))
+		if err != nil {
+			return res, err
+		}
+		obs, err := observe(cfg, req.Target.ReleaseName)
+		if err != nil {
+			return res, err
+		}
+		res.Latest = obs.Latest
+		res.Next = Plan(obs, req.Desired.Matches, policy, res.Failures)
+		if res.Next == ActionNone || res.Next == ActionStalled {
+			return res, nil
+		}
+		step := e.act(ctx, cfg, req, obs, res.Next)
+		step.LogTail = logs.lines()
+		res.Steps = append(res.Steps, step)
+		if step.Err == nil {
+			continue
+		}
+		res.Failures = countFailure(res.Failures, res.Next, obs)
+		after, err := observe(cfg, req.Target.ReleaseName)
+		if err != nil {
+			return res, err
+		}
+		if sameRevision(obs.Latest, after.Latest) {
+			// Nothing changed in storage (denied, invalid chart…): retrying now
+			// would fail the same way; the controller backs off.
+			res.Latest = after.Latest
+			return res, step.Err
+		}
+	}
+	return res, nil
+}
+
+// act runs one action.
+func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, next Action) Step {
+	start := time.Now()
+	labels := req.Desired.labels()
+	var err error
+	switch next {
+	case ActionInstall:
+		_, err = newInstall(cfg, req.Target, req.Spec, labels).RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
+	case ActionUpgrade:
+		_, err = newUpgrade(cfg, req.Target, req.Spec, labels).RunWithContext(ctx, req.Target.ReleaseName, req.Desired.Chart, req.Desired.Values)
+	case ActionTest:
+		err = runTests(cfg, req)
+	case ActionRollback:
+		err = newRollback(cfg, req.Spec, obs.PreviousDeployed.Version).Run(req.Target.ReleaseName)
+	case ActionUninstall:
+		_, err = newUninstall(cfg, req.Spec).Run(req.Target.ReleaseName)
+	case ActionUnlock:
+		err = unlock(cfg, obs.Latest)
+	default:
+		err = fmt.Errorf("unknown action %q", next)
+	}
+	if err != nil {
+		err = fmt.Errorf("%s of release %s/%s failed: %w", next, req.Target.StorageNamespace, req.Target.ReleaseName, err)
+	}
+	return Step{Action: next, Err: err, Duration: time.Since(start)}
+}
+
+// runTests runs the test hooks; a failed test is recorded in storage by Helm
+// (the hook's phase) and returned as an error.
+func runTests(cfg *action.Configuration, req Request) error {
+	rel, err := newTest(cfg, req.Target, req.Spec).Run(req.Target.ReleaseName)
+	if err != nil {
+		return err
+	}
+	if TestsFailed(rel) {
+		return errors.New("a test hook failed")
+	}
+	return nil
+}
+
+// unlock marks a release left pending by an interrupted operation as failed:
+// nothing is running it any more (the operator holds the only lease), and a
+// failed release can be remediated, while a pending one blocks every operation.
+func unlock(cfg *action.Configuration, rel *release.Release) error {
+	previous := rel.Info.Status
+	rel.SetStatus(release.StatusFailed, fmt.Sprintf("Release was %s when the operation running it was interrupted", previous))
+	if err := cfg.Releases.Update(rel); err != nil {
+		return fmt.Errorf("marking release %s revision %d as failed: %w", rel.Name, rel.Version, err)
+	}
+	return nil
+}
+
+// countFailure counts a failed install or upgrade. A failed test counts
+// against the action that made the tested revision.
+func countFailure(f Failures, failed Action, obs Observation) Failures {
+	switch {
+	case failed == ActionInstall, failed == ActionTest && obs.PreviousDeployed == nil:
+		f.Install++
+	case failed == ActionUpgrade, failed == ActionTest:
+		f.Upgrade++
+	}
+	return f
+}
+
+func sameRevision(a, b *release.Release) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Version == b.Version && a.Info.Status == b.Info.Status
+}
+
+// logTail keeps the last lines Helm logged during an action.
+type logTail struct {
+	mu  sync.Mutex
+	buf []string
+}
+
+const logTailLines = 10
+
+func (l *logTail) bind(log logr.Logger) action.DebugLog {
+	return func(format string, v ...any) {
+		line := fmt.Sprintf(format, v...)
+		log.V(1).Info(line)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.buf = append(l.buf, strings.TrimSpace(line))
+		if len(l.buf) > logTailLines {
+			l.buf = l.buf[len(l.buf)-logTailLines:]
+		}
+	}
+}
+
+func (l *logTail) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.buf...)
+}

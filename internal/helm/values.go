@@ -1,0 +1,76 @@
+package helm
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/strvals"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+)
+
+// ValuesSource is one spec.valuesFrom entry with the data the controller read
+// for it; Data is nil when the ConfigMap or Secret does not exist.
+type ValuesSource struct {
+	Ref  kraanv1.ValuesReference
+	Data map[string][]byte
+}
+
+// ValuesError says which valuesFrom entry is wrong and why; it is the user's
+// to fix, so the controller reports it instead of retrying blindly.
+type ValuesError struct {
+	Ref kraanv1.ValuesReference
+	Err error
+}
+
+func (e *ValuesError) Error() string {
+	return fmt.Sprintf("values from %s %s key %s: %v", e.Ref.Kind, e.Ref.Name, valuesKey(e.Ref), e.Err)
+}
+
+func (e *ValuesError) Unwrap() error { return e.Err }
+
+// ComposeValues merges values as Flux does: each valuesFrom entry in order
+// (a whole YAML document, or with targetPath the key's raw content at that
+// path), then the inline values on top.
+func ComposeValues(sources []ValuesSource, inline *apiextensionsv1.JSON) (map[string]any, error) {
+	result := map[string]any{}
+	for _, src := range sources {
+		data, ok := src.Data[valuesKey(src.Ref)]
+		switch {
+		case !ok && src.Ref.Optional:
+			continue
+		case src.Data == nil:
+			return nil, &ValuesError{Ref: src.Ref, Err: fmt.Errorf("%s not found", src.Ref.Kind)}
+		case !ok:
+			return nil, &ValuesError{Ref: src.Ref, Err: fmt.Errorf("key not found")}
+		}
+		if src.Ref.TargetPath != "" {
+			if err := strvals.ParseInto(fmt.Sprintf("%s=%s", src.Ref.TargetPath, data), result); err != nil {
+				return nil, &ValuesError{Ref: src.Ref, Err: fmt.Errorf("setting targetPath %s: %w", src.Ref.TargetPath, err)}
+			}
+			continue
+		}
+		values, err := chartutil.ReadValues(data)
+		if err != nil {
+			return nil, &ValuesError{Ref: src.Ref, Err: fmt.Errorf("invalid YAML: %w", err)}
+		}
+		result = chartutil.MergeTables(values, result)
+	}
+	if inline == nil || len(inline.Raw) == 0 {
+		return result, nil
+	}
+	values := map[string]any{}
+	if err := json.Unmarshal(inline.Raw, &values); err != nil {
+		return nil, fmt.Errorf("spec.values: %w", err)
+	}
+	return chartutil.MergeTables(values, result), nil
+}
+
+func valuesKey(ref kraanv1.ValuesReference) string {
+	if ref.ValuesKey == "" {
+		return "values.yaml"
+	}
+	return ref.ValuesKey
+}
