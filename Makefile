@@ -94,16 +94,16 @@ verify: generate manifests ## Fail when generated files are stale or gofmt would
 	@echo "verify: generated files and formatting are up to date"
 
 .PHONY: test
-test: manifests generate vet $(ASSETS) ## Run every test: unit, envtest and the local control plane.
+test: manifests generate vet $(ASSETS) source-controller ## Run every test: unit, envtest and the local control plane.
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: $(ASSETS) ## Run the end-to-end tests on the local control plane.
+test-e2e: $(ASSETS) source-controller ## Run the end-to-end tests on the local control plane.
 	$(GO) test $(GO_TEST_FLAGS) -v ./test/...
 
 .PHONY: bench
-bench: ## Run the benchmarks.
-	@echo "make bench: not yet — the benchmarks arrive with the HelmRelease issue (#3)"; exit 1
+bench: $(ASSETS) source-controller ## Benchmark the operator against sequential Helm SDK installs (KRAAN_BENCH_RELEASES=100).
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/bench/
 
 ##@ Build
 
@@ -203,3 +203,29 @@ $(ASSETS): $(ETCD) $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER
 .PHONY: clean
 clean: ## Remove build output (not the tool cache).
 	rm -rf bin .cache
+
+# --- source-controller (layers e2e) ---
+# Flux source-controller serves Git artifacts to the AddonsLayer tests; its CRDs
+# (GitRepository, OCIRepository, Bucket, …) come from its module in the module
+# cache. Tests find both through the two exported variables and fail, naming
+# `make test`, when they are unset.
+SOURCE_CONTROLLER_VERSION := v1.9.6
+SOURCE_CONTROLLER_DIR := $(TOOLS_DIR)/source-controller-$(SOURCE_CONTROLLER_VERSION)
+SOURCE_CONTROLLER := $(SOURCE_CONTROLLER_DIR)/source-controller
+SOURCE_CRDS := $(SOURCE_CONTROLLER_DIR)/crds
+export KRAAN_SOURCE_CONTROLLER := $(SOURCE_CONTROLLER)
+export KRAAN_SOURCE_CRDS := $(SOURCE_CRDS)
+
+$(SOURCE_CONTROLLER):
+	$(call build-tool,source-controller,$@,,about 3 minutes,github.com/fluxcd/source-controller)
+
+$(SOURCE_CRDS)/.complete: $(SOURCE_CONTROLLER)
+	@src=$$(cd hack/tools/source-controller && $(GO) list -m -f '{{.Dir}}' github.com/fluxcd/source-controller)/config/crd/bases; \
+	rm -rf $(SOURCE_CRDS).tmp && mkdir -p $(SOURCE_CRDS).tmp && cp $$src/*.yaml $(SOURCE_CRDS).tmp/ && \
+	chmod -R u+w $(SOURCE_CRDS).tmp && rm -rf $(SOURCE_CRDS) && mv $(SOURCE_CRDS).tmp $(SOURCE_CRDS)
+	@touch $@
+
+.PHONY: source-controller
+source-controller: $(SOURCE_CONTROLLER) $(SOURCE_CRDS)/.complete ## Build Flux source-controller and collect its CRDs (layer tests).
+# --- end source-controller ---
+

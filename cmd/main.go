@@ -103,7 +103,10 @@ func startManager(ctx context.Context, opts *options) error {
 	if err := addProbes(mgr); err != nil {
 		return err
 	}
-	if err := controller.SetupAll(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrent}); err != nil {
+	layers := controller.LayerOptions{
+		DataPath: opts.dataPath, SourceHostOverride: opts.sourceHostOverride, DefaultSourceNamespace: opts.sourceNamespace,
+	}
+	if err := controller.SetupAll(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrent, Layers: layers}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	ctrl.Log.WithName("setup").Info("Starting the operator", "leaderElection", opts.leaderElect)

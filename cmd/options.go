@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -25,6 +27,9 @@ type options struct {
 	concurrent              int
 	logFormat               string
 	logLevel                string
+	dataPath                string
+	sourceHostOverride      string
+	sourceNamespace         string
 }
 
 func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
@@ -47,6 +52,12 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 	fs.IntVar(&opts.concurrent, "concurrent", 4, "Number of concurrent reconciles per kind.")
 	fs.StringVar(&opts.logFormat, "log-format", "json", "Log format: json or console.")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "Log level: debug, info or error.")
+	fs.StringVar(&opts.dataPath, "data-path", filepath.Join(os.TempDir(), "kraan-artifacts"),
+		"Directory the AddonsLayer controller keeps fetched source artifacts in.")
+	fs.StringVar(&opts.sourceHostOverride, "source-host-override", "",
+		"Replace the host[:port] of Flux artifact URLs, e.g. 127.0.0.1:9090 through a port-forward (Kraan's SC_HOST).")
+	fs.StringVar(&opts.sourceNamespace, "default-source-namespace", os.Getenv("RUNTIME_NAMESPACE"),
+		"Namespace of an AddonsLayer's source when spec.source.namespace is empty; defaults to $RUNTIME_NAMESPACE.")
 	return fs
 }
 

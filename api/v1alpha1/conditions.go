@@ -64,5 +64,9 @@ const (
 	ReasonRetriesExceeded    = "RetriesExceeded"
 	ReasonProgressing        = "Progressing"
 	ReasonReconcileError     = "ReconcileError"
+	ReasonAccessDenied       = "AccessDenied"
+	ReasonDriftDetected      = "DriftDetected"
+	ReasonDriftCorrected     = "DriftCorrected"
+	ReasonNoDriftDetected    = "NoDriftDetected"
 	ReasonSucceeded          = "Succeeded"
 )

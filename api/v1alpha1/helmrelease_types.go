@@ -137,7 +137,9 @@ type HelmChartTemplateSpec struct {
 	// +required
 	SourceRef CrossNamespaceObjectReference `json:"sourceRef"`
 
-	// ValuesFiles are files of the chart merged in order over its values.yaml.
+	// ValuesFiles are files of the chart (or, for a chart in an artifact,
+	// paths in the artifact) merged in order. As in Flux they replace the
+	// chart's values.yaml: list values.yaml first to keep its defaults.
 	// +optional
 	// +listType=atomic
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
@@ -480,6 +482,10 @@ type HelmReleaseStatus struct {
 	// +optional
 	UpgradeFailures int64 `json:"upgradeFailures,omitempty"`
 
+	// LastAttemptedGeneration is the generation last attempted; the failure
+	// counters start again when it changes.
+	// +optional
+	LastAttemptedGeneration int64 `json:"lastAttemptedGeneration,omitempty"`
 	// LastAttemptedRevision is the chart version last attempted.
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`

@@ -9,6 +9,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +61,9 @@ const chartRetry = 30 * time.Second
 // Reconcile brings one HelmRelease towards its desired state.
 func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	hr := &kraanv1.HelmRelease{}
-	if err := r.Get(ctx, req.NamespacedName, hr); err != nil {
+	// A fresh read: the failure counters in status decide retries, and a
+	// cached copy may not yet show what the previous pass wrote.
+	if err := r.APIReader.Get(ctx, req.NamespacedName, hr); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forgetRelease(req.Namespace, req.Name)
 		}
@@ -153,10 +156,20 @@ func (r *HelmReleaseReconciler) reconcileRelease(ctx context.Context, hr *kraanv
 		Failures: failures,
 	})
 	r.recordRun(hr, desired, res, runErr)
-	if runErr != nil {
-		return ctrl.Result{}, runErr
+	if runErr == nil && res.Next == helm.ActionNone {
+		if err := r.reconcileDrift(ctx, hr, res); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
-	return ctrl.Result{RequeueAfter: hr.Spec.Interval.Duration}, nil
+	switch {
+	case runErr != nil:
+		return ctrl.Result{}, runErr
+	case res.Next != helm.ActionNone && res.Next != helm.ActionStalled:
+		// The engine took its maximum of steps in this pass; go on at once.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	default:
+		return ctrl.Result{RequeueAfter: hr.Spec.Interval.Duration}, nil
+	}
 }
 
 // failuresFor returns the failure counters that apply to desired: they start
@@ -166,7 +179,7 @@ func (r *HelmReleaseReconciler) failuresFor(hr *kraanv1.HelmRelease, desired hel
 	s := &hr.Status
 	changed := s.LastAttemptedRevision != desired.Chart.Metadata.Version ||
 		s.LastAttemptedValuesChecksum != attemptDigest(desired) ||
-		s.ObservedGeneration != hr.Generation ||
+		s.LastAttemptedGeneration != hr.Generation ||
 		hr.Annotations[requestedAtAnnotation] != s.LastHandledReconcileAt
 	if changed {
 		return helm.Failures{}
@@ -201,4 +214,27 @@ func (r *HelmReleaseReconciler) reconcileDelete(ctx context.Context, hr *kraanv1
 	}
 	r.Metrics.forgetRelease(hr.Namespace, hr.Name)
 	return ctrl.Result{}, nil
+}
+
+// reconcileDrift compares an in-sync release with the cluster, when
+// spec.driftDetection asks for it, and corrects it in mode enabled.
+func (r *HelmReleaseReconciler) reconcileDrift(ctx context.Context, hr *kraanv1.HelmRelease, res helm.Result) error {
+	dd := hr.Spec.DriftDetection
+	if dd == nil || dd.Mode == "" || dd.Mode == kraanv1.DriftDetectionDisabled || res.Latest == nil {
+		apimeta.RemoveStatusCondition(&hr.Status.Conditions, kraanv1.DriftedCondition)
+		return nil
+	}
+	report, err := r.Engine.CheckDrift(ctx, r.targetOf(hr), res.Latest, &hr.Spec)
+	if err != nil {
+		return err
+	}
+	setDriftCondition(hr, report)
+	if len(report.Drifted) > 0 {
+		reason, eventType := kraanv1.ReasonDriftDetected, "Warning"
+		if report.Corrected {
+			reason, eventType = kraanv1.ReasonDriftCorrected, "Normal"
+		}
+		r.event(hr, eventType, reason, report.Message())
+	}
+	return nil
 }

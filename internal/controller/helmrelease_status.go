@@ -42,6 +42,7 @@ func (r *HelmReleaseReconciler) recordRun(hr *kraanv1.HelmRelease, desired helm.
 	s := &hr.Status
 	s.LastAttemptedRevision = desired.Chart.Metadata.Version
 	s.LastAttemptedValuesChecksum = attemptDigest(desired)
+	s.LastAttemptedGeneration = hr.Generation
 	s.LastHandledReconcileAt = hr.Annotations[requestedAtAnnotation]
 	s.InstallFailures, s.UpgradeFailures = int64(res.Failures.Install), int64(res.Failures.Upgrade)
 	s.Failures = s.InstallFailures + s.UpgradeFailures
@@ -53,14 +54,25 @@ func (r *HelmReleaseReconciler) recordRun(hr *kraanv1.HelmRelease, desired helm.
 	setReleasedCondition(hr, res.Latest, desired)
 	setTestCondition(hr, res.Latest)
 	lastFailure := lastFailureMessage(res.Steps)
+	if lastFailure == "" {
+		lastFailure = previousFailure(hr)
+	}
 	switch {
 	case runErr != nil:
-		setCondition(hr, kraanv1.ReconcilingCondition, metav1.ConditionTrue, kraanv1.ReasonReconcileError, runErr.Error())
-		setNotReady(hr, kraanv1.ReasonReconcileError, lastFailure)
+		reason := kraanv1.ReasonReconcileError
+		if apierrors.IsForbidden(runErr) {
+			// The message names the verb, the resource and the impersonated
+			// service account: what a tenant's RBAC lacks.
+			reason = kraanv1.ReasonAccessDenied
+		}
+		setCondition(hr, kraanv1.ReconcilingCondition, metav1.ConditionTrue, reason, runErr.Error())
+		setNotReady(hr, reason, runErr.Error())
 	case res.Next == helm.ActionStalled:
 		msg := fmt.Sprintf("Retries exhausted after %d failed attempts; change the spec or its values, or set the %s annotation, to try again", s.Failures, requestedAtAnnotation)
 		if lastFailure != "" {
 			msg += ": " + lastFailure
+		} else if stalled := apimeta.FindStatusCondition(s.Conditions, kraanv1.StalledCondition); stalled != nil {
+			msg = stalled.Message // still stalled on the same failure
 		}
 		setCondition(hr, kraanv1.StalledCondition, metav1.ConditionTrue, kraanv1.ReasonRetriesExceeded, msg)
 		apimeta.RemoveStatusCondition(&s.Conditions, kraanv1.ReconcilingCondition)
@@ -138,6 +150,20 @@ func lastFailureMessage(steps []helm.Step) string {
 		}
 	}
 	return ""
+}
+
+// previousFailure is the failure the Ready condition reports from an earlier
+// pass, so that a stalled release still says what failed.
+func previousFailure(hr *kraanv1.HelmRelease) string {
+	ready := apimeta.FindStatusCondition(hr.Status.Conditions, kraanv1.ReadyCondition)
+	if ready == nil || ready.Status != metav1.ConditionFalse {
+		return ""
+	}
+	switch ready.Reason {
+	case kraanv1.ReasonRetriesExceeded, kraanv1.ReasonDependencyNotReady:
+		return ""
+	}
+	return ready.Message
 }
 
 func remediatedIn(steps []helm.Step) bool {
@@ -235,5 +261,19 @@ func (r *HelmReleaseReconciler) patchStatus(ctx context.Context, hr *kraanv1.Hel
 func (r *HelmReleaseReconciler) event(obj client.Object, eventType, reason, msg string) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(obj, nil, eventType, reason, reason, "%s", msg)
+	}
+}
+
+// setDriftCondition reports what a drift check found.
+func setDriftCondition(hr *kraanv1.HelmRelease, report helm.DriftReport) {
+	switch {
+	case len(report.Drifted) == 0:
+		setCondition(hr, kraanv1.DriftedCondition, metav1.ConditionFalse, kraanv1.ReasonNoDriftDetected,
+			"The cluster matches the release manifest")
+	case report.Corrected:
+		setCondition(hr, kraanv1.DriftedCondition, metav1.ConditionFalse, kraanv1.ReasonDriftCorrected,
+			"Drift corrected: "+report.Message())
+	default:
+		setCondition(hr, kraanv1.DriftedCondition, metav1.ConditionTrue, kraanv1.ReasonDriftDetected, report.Message())
 	}
 }

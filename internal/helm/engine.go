@@ -16,6 +16,13 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
+// Client-side rate limits of one Helm action, as Flux's --kube-api-qps and
+// --kube-api-burst defaults.
+const (
+	helmQPS   = 50
+	helmBurst = 300
+)
+
 // Engine holds what every release shares: the operator's REST config, one
 // cached discovery client and one REST mapper. It is safe for concurrent use.
 type Engine struct {
@@ -31,8 +38,14 @@ func NewEngine(config *rest.Config) (*Engine, error) {
 		return nil, fmt.Errorf("creating the discovery client: %w", err)
 	}
 	cached := memory.NewMemCacheClient(dc)
+	helmConfig := rest.CopyConfig(config)
+	// Helm's wait polls every object of a release every 2 seconds; client-go's
+	// default limit (5 requests/s) throttles a few concurrent waits into
+	// failure. Each action gets its own limiter from these settings.
+	helmConfig.QPS = max(helmConfig.QPS, helmQPS)
+	helmConfig.Burst = max(helmConfig.Burst, helmBurst)
 	return &Engine{
-		config:    rest.CopyConfig(config),
+		config:    helmConfig,
 		discovery: cached,
 		// Helm resets a resettable mapper after installing a chart's CRDs, so
 		// kinds defined by those CRDs resolve in the same install.

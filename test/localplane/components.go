@@ -87,6 +87,12 @@ func schedulerArgs(dir string) []string {
 
 // kwokArgs manages only Nodes annotated kwok.x-k8s.io/node=fake. kwok opens
 // no listener unless --server-address or --node-port is set, so none is.
+//
+// The heartbeat-with-lease stage patches node status only every ~10 minutes
+// and relies on kwok renewing the node's Lease, which it does only with
+// --node-lease-duration-seconds. Without it the node controller finds no
+// heartbeat after its grace period (50s), marks the node NotReady and every
+// pod on it not Ready, and Deployments stop being Available mid-test.
 func kwokArgs(dir, assets string) []string {
 	return []string{
 		"--kubeconfig=" + filepath.Join(dir, kubeconfigFile),
@@ -95,6 +101,7 @@ func kwokArgs(dir, assets string) []string {
 		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake",
 		"--cidr=10.0.0.1/24",
 		"--node-ip=10.0.0.1",
+		"--node-lease-duration-seconds=40",
 	}
 }
 

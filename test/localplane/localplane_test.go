@@ -57,6 +57,19 @@ func TestPlaneRunsDeployment(t *testing.T) {
 		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 	}
 
+	// The fake node keeps its Lease renewed, so the node controller never
+	// marks it (and every pod on it) NotReady in a long test.
+	var firstRenew time.Time
+	g.Eventually(func(g Gomega) {
+		lease, err := cs.CoordinationV1().Leases("kube-node-lease").Get(t.Context(), localplane.NodeName, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(lease.Spec.RenewTime).NotTo(BeNil())
+		if firstRenew.IsZero() {
+			firstRenew = lease.Spec.RenewTime.Time
+		}
+		g.Expect(lease.Spec.RenewTime.After(firstRenew)).To(BeTrue(), "the node Lease is not renewed")
+	}).WithTimeout(60 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
 	pids := plane.PIDs()
 	g.Expect(pids).To(HaveLen(5))
 	began = time.Now()

@@ -14,8 +14,10 @@ import (
 )
 
 // MergeValuesFiles merges values files of the chart (paths relative to the
-// chart's root, e.g. values-prod.yaml), in order, over its values.yaml: maps
-// merge key by key, anything else is replaced, so a later file wins. It
+// chart's root, e.g. values-prod.yaml), in order: maps merge key by key,
+// anything else is replaced, so a later file wins. As in Flux, the files
+// replace the chart's values.yaml rather than add to it: list values.yaml
+// first to keep its defaults. No files means the chart's values.yaml. It
 // returns a new map and leaves the chart unchanged; set it as the chart's
 // Values so release values are merged over it. A missing file is a
 // MissingValuesFileError.
@@ -40,9 +42,12 @@ func MergeArtifactValuesFiles(root string, ch *helmchart.Chart, files []string) 
 	})
 }
 
-// mergeValuesFiles merges the files read through read over the chart's values.
+// mergeValuesFiles merges the files read through read.
 func mergeValuesFiles(ch *helmchart.Chart, files []string, read func(string) ([]byte, error)) (map[string]any, error) {
-	merged := mergeMaps(map[string]any{}, ch.Values)
+	if len(files) == 0 {
+		return mergeMaps(map[string]any{}, ch.Values), nil
+	}
+	merged := map[string]any{}
 	for _, name := range files {
 		data, err := read(name)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -34,15 +34,22 @@ func TestMergeValuesFiles_order(t *testing.T) {
 		},
 		{
 			name:        "later file wins",
-			files:       []string{"values-prod.yaml", "values-override.yaml"},
+			files:       []string{"values.yaml", "values-prod.yaml", "values-override.yaml"},
 			wantMessage: "from values-override",
 			wantSub:     map[string]any{"enabled": true, "message": "set by values-prod"},
 		},
 		{
 			name:        "reversed order",
-			files:       []string{"values-override.yaml", "./values-prod.yaml"},
+			files:       []string{"values.yaml", "values-override.yaml", "./values-prod.yaml"},
 			wantMessage: "from values-prod",
 			wantSub:     map[string]any{"enabled": true, "message": "set by values-prod"},
+		},
+		{
+			// As in Flux: listed files replace values.yaml, they do not add to it.
+			name:        "values.yaml not listed is not used",
+			files:       []string{"values-prod.yaml"},
+			wantMessage: "from values-prod",
+			wantSub:     map[string]any{"message": "set by values-prod"},
 		},
 		{
 			name:        "values.yaml listed again",
@@ -120,6 +127,12 @@ func TestFetcher_Fetch_valuesFilesOfRepositoryChart(t *testing.T) {
 	req := httpRequest(repo.URL, "small", "*")
 	req.ValuesFiles = []string{"values-prod.yaml"}
 	res, err := fetch(t, f, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Chart.Values).To(HaveKeyWithValue("message", "from prod"))
+	g.Expect(res.Chart.Values).NotTo(HaveKey("replicaCount"), "values.yaml is used only when listed, as in Flux")
+
+	req.ValuesFiles = []string{"values.yaml", "values-prod.yaml"}
+	res, err = fetch(t, f, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Chart.Values).To(HaveKeyWithValue("message", "from prod"))
 	g.Expect(res.Chart.Values).To(HaveKeyWithValue("replicaCount", BeNumerically("==", 1)))

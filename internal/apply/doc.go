@@ -1,0 +1,24 @@
+// Package apply puts a layer's objects on the cluster and takes them off again.
+//
+// Objects are applied server-side with one field manager (FieldManager) through
+// fluxcd/pkg/ssa: namespaces, CRDs and cluster roles first (waiting for CRDs to
+// be established), then class definitions, then everything else. An object whose
+// immutable fields changed is recreated only when it carries ForceAnnotation.
+//
+// Ownership is a label (manifest.LayerLabel) rather than an ownerReference, so
+// that deleting a layer never lets Kubernetes' garbage collector uninstall an
+// add-on that another layer is about to adopt. An object labelled for another
+// layer is that layer's: applying it fails with an OwnershipConflictError naming
+// both layers, unless the other layer released it.
+//
+// Hand-over works in two moves. A layer that no longer defines an object
+// releases it: the object is annotated ReleasedAtAnnotation with the time.
+// Another layer defining the same object may adopt a released object (its label
+// is switched, the annotation removed); the object itself, and everything its
+// controllers created, is untouched, so a Deployment keeps its UID. An object
+// still released and not adopted after the grace period is deleted (Prune). An
+// object annotated PruneAnnotation: disabled is never deleted.
+//
+// Health reports each object's readiness by kstatus, and kraan.io HelmReleases
+// by their Ready condition at their current generation.
+package apply

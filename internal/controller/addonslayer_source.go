@@ -1,0 +1,151 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	fluxmeta "github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/source"
+)
+
+// sourceObservation is what a Flux source reports about its artifact.
+type sourceObservation struct {
+	// artifact is set only when the source is Ready for its current generation.
+	artifact *fluxmeta.Artifact
+	// message says why there is no usable artifact.
+	message string
+}
+
+// sourceKind normalises spec.source.kind: empty and Kraan's spelling mean GitRepository.
+func sourceKind(kind string) string {
+	if kind == "" || kind == kraanv1.KraanGitRepositoryKind {
+		return kraanv1.GitRepositoryKind
+	}
+	return kind
+}
+
+// sourceNamespace is the namespace of a layer's source.
+func (r *AddonsLayerReconciler) sourceNamespace(obj *kraanv1.AddonsLayer) string {
+	if obj.Spec.Source.Namespace != "" {
+		return obj.Spec.Source.Namespace
+	}
+	return r.Options.DefaultSourceNamespace
+}
+
+// sourceKey names a layer's source, "GitRepository/flux-system/addons"; it is
+// the value of the source field index.
+func (r *AddonsLayerReconciler) sourceKey(obj *kraanv1.AddonsLayer) string {
+	return sourceIndexKey(sourceKind(obj.Spec.Source.Kind), r.sourceNamespace(obj), obj.Spec.Source.Name)
+}
+
+func sourceIndexKey(kind, namespace, name string) string {
+	return kind + "/" + namespace + "/" + name
+}
+
+// newSourceObject returns an empty object of a source kind.
+func newSourceObject(kind string) (client.Object, error) {
+	switch sourceKind(kind) {
+	case kraanv1.GitRepositoryKind:
+		return &sourcev1.GitRepository{}, nil
+	case kraanv1.OCIRepositoryKind:
+		return &sourcev1.OCIRepository{}, nil
+	case kraanv1.BucketKind:
+		return &sourcev1.Bucket{}, nil
+	}
+	return nil, fmt.Errorf("unsupported source kind %q", kind)
+}
+
+// observeSource reads a layer's source with reader and reports its artifact
+// when the source is Ready for its current generation: source-controller keeps
+// the last good artifact when a new spec fails, and Kraan #138 deployed it.
+func (r *AddonsLayerReconciler) observeSource(ctx context.Context, reader client.Reader, obj *kraanv1.AddonsLayer) (sourceObservation, error) {
+	key := r.sourceKey(obj)
+	src, err := newSourceObject(obj.Spec.Source.Kind)
+	if err != nil {
+		return sourceObservation{}, err
+	}
+	nsName := types.NamespacedName{Namespace: r.sourceNamespace(obj), Name: obj.Spec.Source.Name}
+	if err := reader.Get(ctx, nsName, src); err != nil {
+		if apierrors.IsNotFound(err) {
+			return sourceObservation{message: fmt.Sprintf("layer source: %s not found", key)}, nil
+		}
+		return sourceObservation{}, fmt.Errorf("reading source %s: %w", key, err)
+	}
+	observed, artifact, conds := sourceStatus(src)
+	ready := apimeta.FindStatusCondition(conds, kraanv1.ReadyCondition)
+	switch {
+	case observed != src.GetGeneration():
+		return sourceObservation{message: fmt.Sprintf("layer source: %s not ready, generation %d not yet reconciled", key, src.GetGeneration())}, nil
+	case ready == nil || ready.Status != metav1.ConditionTrue || artifact == nil:
+		return sourceObservation{message: fmt.Sprintf("layer source: %s not ready, source state: %s", key, conditionMessage(ready))}, nil
+	}
+	return sourceObservation{artifact: artifact}, nil
+}
+
+// sourceStatus reads the status fields the layer needs from any source kind.
+func sourceStatus(src client.Object) (int64, *fluxmeta.Artifact, []metav1.Condition) {
+	switch s := src.(type) {
+	case *sourcev1.GitRepository:
+		return s.Status.ObservedGeneration, s.Status.Artifact, s.Status.Conditions
+	case *sourcev1.OCIRepository:
+		return s.Status.ObservedGeneration, s.Status.Artifact, s.Status.Conditions
+	case *sourcev1.Bucket:
+		return s.Status.ObservedGeneration, s.Status.Artifact, s.Status.Conditions
+	}
+	return 0, nil, nil
+}
+
+func conditionMessage(c *metav1.Condition) string {
+	if c == nil {
+		return "no Ready condition yet"
+	}
+	return fmt.Sprintf("%s: %s", c.Reason, c.Message)
+}
+
+// reconcileSource waits for the source's artifact, fetches it into the store
+// (verified, extracted, kept by digest; one download serves every layer on the
+// same revision) and finds the layer's directory in it.
+func (r *AddonsLayerReconciler) reconcileSource(ctx context.Context, sc *layerScope) *halt {
+	obs, err := r.observeSource(ctx, r.Client, sc.layer)
+	if err != nil {
+		return r.sourceFailed(sc, reasonSourceNotReady, failed(reasonSourceNotReady, err))
+	}
+	if obs.artifact == nil {
+		h := &halt{state: kraanv1.PendingState, reason: reasonSourceNotReady, message: obs.message,
+			requeue: sc.layer.Spec.Interval.Duration}
+		return r.sourceFailed(sc, reasonSourceNotReady, h)
+	}
+	art := source.FromFlux(obs.artifact)
+	root, err := r.Store.Fetch(ctx, art)
+	if err != nil {
+		h := &halt{state: kraanv1.FailedState, reason: reasonArtifactFailed, requeue: sc.layer.Spec.Interval.Duration,
+			message: "AddonsLayer failed, " + err.Error()}
+		return r.sourceFailed(sc, reasonArtifactFailed, h)
+	}
+	dir, err := source.ResolvePath(root, sc.layer.Spec.Source.Path)
+	if err != nil {
+		var notFound *source.PathNotFoundError
+		if errors.As(err, &notFound) {
+			notFound.Revision = art.Revision
+		}
+		return r.sourceFailed(sc, reasonPathNotFound, stalledFailure(reasonPathNotFound, err.Error()+": check spec.source.path"))
+	}
+	sc.revision, sc.root, sc.dir = art.Revision, root, dir
+	setLayerCondition(sc.layer, kraanv1.SourceReadyCondition, true, reasonFetched, "fetched revision "+art.Revision)
+	return nil
+}
+
+// sourceFailed records h's message on SourceReady and returns h.
+func (r *AddonsLayerReconciler) sourceFailed(sc *layerScope, reason string, h *halt) *halt {
+	setLayerCondition(sc.layer, kraanv1.SourceReadyCondition, false, reason, h.message)
+	return h
+}

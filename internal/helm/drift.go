@@ -1,0 +1,172 @@
+package helm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/fluxcd/pkg/ssa/jsondiff"
+	"helm.sh/helm/v3/pkg/release"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+)
+
+// driftFieldOwner is the field manager of drift checks and corrections. Helm
+// v3 writes objects with the manager "helm"; correcting as ourselves with
+// forced ownership takes the drifted fields back.
+const driftFieldOwner = "kraan-operator"
+
+// DriftedObject is one object of a release that differs from its manifest.
+type DriftedObject struct {
+	// ID is "<Kind>/<namespace>/<name>".
+	ID string
+	// Missing is true when the object was deleted.
+	Missing bool
+	// Paths are the JSON pointers that differ, e.g. /spec/replicas.
+	Paths []string
+}
+
+// DriftReport says how a deployed release differs from the cluster.
+type DriftReport struct {
+	Drifted   []DriftedObject
+	Corrected bool
+}
+
+// Message names the drifted objects and fields, for a condition or event.
+func (r DriftReport) Message() string {
+	var b bytes.Buffer
+	for i, d := range r.Drifted {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		switch {
+		case d.Missing:
+			fmt.Fprintf(&b, "%s was deleted", d.ID)
+		default:
+			fmt.Fprintf(&b, "%s changed at %v", d.ID, d.Paths)
+		}
+	}
+	return b.String()
+}
+
+// CheckDrift compares the objects of rel's manifest with the cluster through
+// server-side dry-run applies (so defaults and other managers' fields do not
+// count as drift) and, when spec.driftDetection.mode is enabled, applies the
+// manifest's version of every drifted object.
+func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *release.Release, spec *kraanv1.HelmReleaseSpec) (DriftReport, error) {
+	c, err := e.clientFor(target)
+	if err != nil {
+		return DriftReport{}, err
+	}
+	objs, err := e.manifestObjects(rel.Manifest, target.Namespace)
+	if err != nil {
+		return DriftReport{}, err
+	}
+	diffs, err := jsondiff.UnstructuredList(ctx, c, objs, jsondiff.FieldOwner(driftFieldOwner),
+		jsondiff.IgnoreRules(ignoreRules(spec.DriftDetection)), jsondiff.MaskSecrets(true), jsondiff.Graceful(true))
+	if err != nil {
+		return DriftReport{}, fmt.Errorf("comparing release %s with the cluster: %w", rel.Name, err)
+	}
+	report := DriftReport{}
+	var drifted []*unstructured.Unstructured
+	for _, d := range diffs {
+		if d.Type != jsondiff.DiffTypeCreate && d.Type != jsondiff.DiffTypeUpdate {
+			continue
+		}
+		report.Drifted = append(report.Drifted, driftedObject(d))
+		drifted = append(drifted, d.DesiredObject.(*unstructured.Unstructured))
+	}
+	if len(drifted) == 0 || spec.DriftDetection == nil || spec.DriftDetection.Mode != kraanv1.DriftDetectionEnabled {
+		return report, nil
+	}
+	for _, obj := range drifted {
+		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(driftFieldOwner), client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply with unstructured objects is the supported way here
+			return report, fmt.Errorf("correcting drift of %s: %w", objectID(obj), err)
+		}
+	}
+	report.Corrected = true
+	return report, nil
+}
+
+func driftedObject(d *jsondiff.Diff) DriftedObject {
+	obj := d.DesiredObject.(*unstructured.Unstructured)
+	drifted := DriftedObject{ID: objectID(obj), Missing: d.Type == jsondiff.DiffTypeCreate}
+	for _, op := range d.Patch {
+		drifted.Paths = append(drifted.Paths, op.Path)
+	}
+	sort.Strings(drifted.Paths)
+	return drifted
+}
+
+func objectID(obj *unstructured.Unstructured) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetKind() + "/" + obj.GetName()
+	}
+	return obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+func ignoreRules(dd *kraanv1.DriftDetection) []jsondiff.IgnoreRule {
+	if dd == nil {
+		return nil
+	}
+	rules := make([]jsondiff.IgnoreRule, 0, len(dd.Ignore))
+	for _, r := range dd.Ignore {
+		rule := jsondiff.IgnoreRule{Paths: r.Paths}
+		if t := r.Target; t != nil {
+			rule.Selector = &jsondiff.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace}
+		}
+		rules = append(rules, rule)
+	}
+	return rules
+}
+
+// clientFor is a client acting as target's identity, on the shared mapper.
+func (e *Engine) clientFor(target Target) (client.Client, error) {
+	config := rest.CopyConfig(e.config)
+	if target.Impersonate != "" {
+		config.Impersonate = rest.ImpersonationConfig{UserName: target.Impersonate}
+	}
+	c, err := client.New(config, client.Options{Mapper: e.mapper})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for drift detection: %w", err)
+	}
+	return c, nil
+}
+
+// manifestObjects decodes a release manifest, putting namespaced objects
+// without a namespace into the release's, as Helm does when it applies them.
+func (e *Engine) manifestObjects(manifest, namespace string) ([]*unstructured.Unstructured, error) {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(manifest), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		err := decoder.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decoding the release manifest: %w", err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		if obj.GetNamespace() == "" && e.namespaced(obj) {
+			obj.SetNamespace(namespace)
+		}
+		objs = append(objs, obj)
+	}
+}
+
+func (e *Engine) namespaced(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	mapping, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace
+}

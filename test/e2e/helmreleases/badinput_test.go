@@ -1,0 +1,118 @@
+package helmreleases_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+)
+
+// TestHelmRelease_BadInputKeepsTheDeployedRelease breaks a deployed release's
+// spec in the ways users do; each gives a message they can act on, and the
+// deployed revision stays untouched.
+func TestHelmRelease_BadInputKeepsTheDeployedRelease(t *testing.T) {
+	cases := []struct {
+		name   string
+		spoil  func(t *testing.T, ns string, hr *kraanv1.HelmRelease)
+		reason string
+		want   []string
+	}{
+		{"chart not found", func(_ *testing.T, _ string, hr *kraanv1.HelmRelease) { hr.Spec.Chart.Spec.Chart = "nope" },
+			kraanv1.ReasonArtifactFailed, []string{"chart nope not found", "index.yaml"}},
+		{"version unsatisfiable", func(_ *testing.T, _ string, hr *kraanv1.HelmRelease) { hr.Spec.Chart.Spec.Version = ">=9.0.0" },
+			kraanv1.ReasonArtifactFailed, []string{"no version of small matches >=9.0.0", "0.2.0", "0.1.0"}},
+		{"values against the chart's schema", func(_ *testing.T, _ string, hr *kraanv1.HelmRelease) {
+			hr.Spec.Values = toJSON(map[string]any{"replicaCount": "many"})
+		}, kraanv1.ReasonRetriesExceeded, []string{"replicaCount"}},
+		{"invalid values YAML in a ConfigMap", func(t *testing.T, ns string, hr *kraanv1.HelmRelease) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "broken", Namespace: ns},
+				Data: map[string]string{"values.yaml": "message: [unclosed"}}
+			NewWithT(t).Expect(k8s.Create(context.Background(), cm)).To(Succeed())
+			hr.Spec.ValuesFrom = []kraanv1.ValuesReference{{Kind: "ConfigMap", Name: "broken"}}
+		}, kraanv1.ReasonValuesError, []string{"ConfigMap broken", "values.yaml", "invalid YAML"}},
+		{"unreachable repository", func(t *testing.T, ns string, hr *kraanv1.HelmRelease) {
+			hr.Spec.Chart.Spec.SourceRef.Name = "gone"
+			NewWithT(t).Expect(k8s.Create(context.Background(), unreachableRepository(ns))).To(Succeed())
+		}, kraanv1.ReasonArtifactFailed, []string{"127.0.0.1:1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := newNamespace(t)
+			newRepository(t, ns)
+			newRelease(t, ns, "app", "small", withVersion("0.1.0"))
+			readyAt(t, ns, "app")
+			uid := deployment(g, ns, "app").UID
+
+			update(t, ns, "app", func(hr *kraanv1.HelmRelease) { tc.spoil(t, ns, hr) })
+			g.Eventually(func(g Gomega) {
+				ready := condition(get(g, ns, "app"), kraanv1.ReadyCondition)
+				g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(ready.Reason).To(Equal(tc.reason), ready.Message)
+				g.Expect(containsAll(ready.Message, tc.want...)).To(BeTrue(), ready.Message)
+			}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+			g.Expect(helmRevisions(g, ns, "app")).To(ConsistOf("1=deployed"))
+			g.Expect(deployment(g, ns, "app").UID).To(Equal(uid))
+		})
+	}
+}
+
+func unreachableRepository(ns string) *sourcev1.HelmRepository {
+	return newHelmRepository(ns, "gone", "http://127.0.0.1:1/charts")
+}
+
+// TestHelmRelease_UnlocksAReleaseLeftPending: an operator killed mid-upgrade
+// leaves the newest revision pending-upgrade in Helm storage, which makes
+// every later Helm operation fail with "another operation is in progress".
+// The engine unlocks it, rolls back and completes the upgrade.
+func TestHelmRelease_UnlocksAReleaseLeftPending(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	newRelease(t, ns, "locked", "small", withValues(map[string]any{"message": "one"}))
+	readyAt(t, ns, "locked")
+	update(t, ns, "locked", func(hr *kraanv1.HelmRelease) { hr.Spec.Values = toJSON(map[string]any{"message": "two"}) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(helmRevisions(g, ns, "locked")).To(ContainElement("2=deployed"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	readyAt(t, ns, "locked")
+
+	markPending(t, ns, "locked")
+	update(t, ns, "locked", func(hr *kraanv1.HelmRelease) {
+		hr.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": time.Now().String()}
+	})
+	g.Eventually(func(g Gomega) {
+		hr := get(g, ns, "locked")
+		g.Expect(hr.Status.LastHandledReconcileAt).To(Equal(hr.Annotations["reconcile.fluxcd.io/requestedAt"]))
+		g.Expect(condition(hr, kraanv1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+		revisions := helmRevisions(g, ns, "locked")
+		g.Expect(revisions).NotTo(ContainElement(MatchRegexp("pending")))
+		g.Expect(revisions).To(ContainElement(MatchRegexp("=deployed$")))
+		g.Expect(configMapData(g, ns, "locked")).To(HaveKeyWithValue("message", "two"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(len(helmRevisions(g, ns, "locked"))).To(BeNumerically(">", 2), "the pending revision was not replaced")
+}
+
+// markPending puts the newest revision of a release back to pending-upgrade,
+// as an operation interrupted by SIGKILL leaves it.
+func markPending(t *testing.T, ns, name string) {
+	t.Helper()
+	g := NewWithT(t)
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
+	helmCfg := &action.Configuration{}
+	g.Expect(helmCfg.Init(flags, ns, "secret", t.Logf)).To(Succeed())
+	rel, err := helmCfg.Releases.Last(name)
+	g.Expect(err).NotTo(HaveOccurred())
+	rel.SetStatus(release.StatusPendingUpgrade, "Upgrade in progress")
+	g.Expect(helmCfg.Releases.Update(rel)).To(Succeed())
+}

@@ -1,0 +1,121 @@
+package helmreleases_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+)
+
+// TestHelmRelease_InstallNoopUpgradeUninstall walks one release through its
+// life: install, a reconcile that must not make a new revision, an upgrade by
+// values, an upgrade by a valuesFrom ConfigMap change, and uninstall on delete.
+func TestHelmRelease_InstallNoopUpgradeUninstall(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	values := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "small-values", Namespace: ns},
+		Data:       map[string]string{"values.yaml": "replicaCount: 2\n"},
+	}
+	g.Expect(k8s.Create(ctx, values)).To(Succeed())
+	newRelease(t, ns, "app", "small", withVersion("0.1.0"), withValues(map[string]any{"message": "one"}),
+		func(hr *kraanv1.HelmRelease) {
+			hr.Spec.ValuesFrom = []kraanv1.ValuesReference{{Kind: "ConfigMap", Name: "small-values"}}
+		})
+
+	hr := readyAt(t, ns, "app")
+	g.Expect(condition(hr, kraanv1.ReleasedCondition).Reason).To(Equal(kraanv1.ReasonInstallSucceeded))
+	g.Expect(hr.Status.History).To(HaveLen(1))
+	g.Expect(hr.Status.History[0].ChartVersion).To(Equal("0.1.0"))
+	g.Expect(deployment(g, ns, "app").Status.ReadyReplicas).To(Equal(int32(2)), "Helm waited for the Deployment")
+	g.Expect(configMapData(g, ns, "app")).To(HaveKeyWithValue("message", "one"))
+
+	// A requested reconcile with nothing changed keeps revision 1.
+	update(t, ns, "app", func(hr *kraanv1.HelmRelease) {
+		hr.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": time.Now().String()}
+	})
+	NewWithT(t).Eventually(func(g Gomega) {
+		hr := get(g, ns, "app")
+		g.Expect(hr.Status.LastHandledReconcileAt).To(Equal(hr.Annotations["reconcile.fluxcd.io/requestedAt"]))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(helmRevisions(g, ns, "app")).To(ConsistOf("1=deployed"))
+
+	// New inline values upgrade.
+	update(t, ns, "app", func(hr *kraanv1.HelmRelease) { hr.Spec.Values = toJSON(map[string]any{"message": "two"}) })
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(configMapData(g, ns, "app")).To(HaveKeyWithValue("message", "two"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	hr = readyAt(t, ns, "app")
+	g.Expect(condition(hr, kraanv1.ReleasedCondition).Reason).To(Equal(kraanv1.ReasonUpgradeSucceeded))
+
+	// A change of the valuesFrom ConfigMap alone upgrades too.
+	values.Data["values.yaml"] = "replicaCount: 3\n"
+	g.Expect(k8s.Update(ctx, values)).To(Succeed())
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(deployment(g, ns, "app").Status.ReadyReplicas).To(Equal(int32(3)))
+		g.Expect(helmRevisions(g, ns, "app")).To(ContainElement("3=deployed"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	// Delete uninstalls: the release records and its objects go.
+	g.Expect(k8s.Delete(ctx, get(g, ns, "app"))).To(Succeed())
+	NewWithT(t).Eventually(func(g Gomega) {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &kraanv1.HelmRelease{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the HelmRelease is still there: %v", err)
+		g.Expect(helmRevisions(g, ns, "app")).To(BeEmpty())
+		err = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the release's ConfigMap is still there")
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+// TestHelmRelease_ChartVersionRangeUpgrades resolves a semver range against the
+// repository and upgrades when the range moves.
+func TestHelmRelease_ChartVersionRangeUpgrades(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	newRelease(t, ns, "ranged", "small", withVersion("<0.2.0"))
+	hr := readyAt(t, ns, "ranged")
+	g.Expect(hr.Status.LastAttemptedRevision).To(Equal("0.1.0"))
+
+	update(t, ns, "ranged", func(hr *kraanv1.HelmRelease) { hr.Spec.Chart.Spec.Version = ">=0.1.0" })
+	NewWithT(t).Eventually(func(g Gomega) {
+		hr := get(g, ns, "ranged")
+		g.Expect(hr.Status.History).NotTo(BeEmpty())
+		g.Expect(hr.Status.History[0].ChartVersion).To(Equal("0.2.0"))
+		g.Expect(hr.Status.History[0].Status).To(Equal("deployed"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+// TestHelmRelease_DependsOnStartsWhenDependencyIsReady holds a release until
+// the one it depends on is Ready.
+func TestHelmRelease_DependsOnStartsWhenDependencyIsReady(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	newRelease(t, ns, "second", "small", func(hr *kraanv1.HelmRelease) {
+		hr.Spec.DependsOn = []kraanv1.DependencyReference{{Name: "first"}}
+	})
+	NewWithT(t).Eventually(func(g Gomega) {
+		ready := condition(get(g, ns, "second"), kraanv1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(kraanv1.ReasonDependencyNotReady))
+		g.Expect(ready.Message).To(ContainSubstring(ns + "/first"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(helmRevisions(g, ns, "second")).To(BeEmpty(), "installed before its dependency")
+
+	newRelease(t, ns, "first", "small")
+	first := readyAt(t, ns, "first")
+	second := readyAt(t, ns, "second")
+	// Event-driven: well before the 5-minute safety requeue.
+	started := condition(second, kraanv1.ReleasedCondition).LastTransitionTime.Time
+	g.Expect(started.Sub(condition(first, kraanv1.ReadyCondition).LastTransitionTime.Time)).To(BeNumerically("<", time.Minute))
+}
