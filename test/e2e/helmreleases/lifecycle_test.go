@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
 )
 
 // TestHelmRelease_InstallNoopUpgradeUninstall walks one release through its
@@ -118,4 +119,32 @@ func TestHelmRelease_DependsOnStartsWhenDependencyIsReady(t *testing.T) {
 	// Event-driven: well before the 5-minute safety requeue.
 	started := condition(second, kraanv1.ReleasedCondition).LastTransitionTime.Time
 	g.Expect(started.Sub(condition(first, kraanv1.ReadyCondition).LastTransitionTime.Time)).To(BeNumerically("<", time.Minute))
+}
+
+// TestHelmRelease_FromAnOCIRegistry installs a chart from an OCI registry
+// (a HelmRepository of type oci) and upgrades when a newer tag matches.
+func TestHelmRelease_FromAnOCIRegistry(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	registry := chartrepo.NewOCIRegistry(t)
+	registry.Push(chartrepo.ChartDir("small"), "0.1.0")
+	repo := newHelmRepository(ns, "oci", registry.URL())
+	repo.Spec.Type, repo.Spec.Insecure = "oci", true
+	g.Expect(k8s.Create(context.Background(), repo)).To(Succeed())
+	newRelease(t, ns, "from-oci", "small", withVersion(">=0.1.0"), func(hr *kraanv1.HelmRelease) {
+		hr.Spec.Chart.Spec.SourceRef.Name = "oci"
+		// The tag list is cached for a minute; the interval resync then sees
+		// the new tag, as a HelmRepository's interval does in Flux.
+		hr.Spec.Interval = metav1.Duration{Duration: 15 * time.Second}
+	})
+	hr := readyAt(t, ns, "from-oci")
+	g.Expect(hr.Status.LastAttemptedRevision).To(Equal("0.1.0"))
+
+	registry.Push(chartrepo.ChartDir("small"), "0.2.0")
+	g.Eventually(func(g Gomega) {
+		hr := get(g, ns, "from-oci")
+		g.Expect(hr.Status.History).NotTo(BeEmpty())
+		g.Expect(hr.Status.History[0].ChartVersion).To(Equal("0.2.0"))
+		g.Expect(hr.Status.History[0].Status).To(Equal("deployed"))
+	}).WithTimeout(2 * timeout).WithPolling(interval).Should(Succeed())
 }
