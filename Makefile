@@ -84,7 +84,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (configuration in .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests ## Fail when generated files are stale or gofmt would change a file.
+verify: generate manifests bundle-check chart-check ## Fail when generated files (CRDs, RBAC, bundle, chart) are stale or gofmt would change a file.
 	@stale=$$(git status --porcelain -- api config/crd config/rbac); \
 	if [ -n "$$stale" ]; then \
 		echo "Generated files are out of date; run 'make generate manifests' and commit:"; \
@@ -141,9 +141,121 @@ deploy: manifests $(KUBECTL) ## Deploy the operator (image IMG) to the cluster.
 undeploy: $(KUBECTL) ## Remove the operator from the cluster.
 	$(KUBECTL_ENV) $(KUBECTL) delete --ignore-not-found -k config/default
 
-.PHONY: bundle bundle-validate scorecard scorecard-local catalog catalog-build
-bundle bundle-validate scorecard scorecard-local catalog catalog-build: ## OLM bundle, validation, scorecard and catalog.
-	@echo "make $@: not yet — the OLM bundle arrives with the OLM issue (#6)"; exit 1
+##@ OLM (docs/olm.md)
+
+# The bundle is generated from config/manifests (CSV base, config/default,
+# samples, scorecard) in a scratch directory, then moved into place; `make
+# verify` generates it again and fails when bundle/ differs.
+BUNDLE_PACKAGE := kraan-operator
+BUNDLE_CHANNELS ?= stable
+BUNDLE_DEFAULT_CHANNEL ?= stable
+BUNDLE_IMG ?= ghcr.io/kraan-io/kraan-operator-bundle:v$(VERSION)
+CATALOG_IMG ?= ghcr.io/kraan-io/kraan-operator-catalog:v$(VERSION)
+BUNDLE_GEN_DIR := $(CURDIR)/.cache/bundle-gen
+# operator-sdk stamps the time into createdAt; keep the CSV base's value so the
+# bundle is reproducible (update it in the base when releasing).
+BUNDLE_CREATED_AT = $(shell sed -n 's/^    createdAt: //p' config/manifests/bases/$(BUNDLE_PACKAGE).clusterserviceversion.yaml)
+
+# operator-sdk v1.42.3 cannot load our PROJECT file (it knows neither the
+# hybrid Helm layout nor per-resource plugins) and loads ./PROJECT in every
+# command, so it runs in a directory holding only PROJECT's Go layout.
+SDK_WORKDIR := $(CURDIR)/.cache/operator-sdk
+define sdk-project
+	mkdir -p $(1) && awk '/^  plugins:$$/ {skip=1; next} skip && /^    / {next} \
+		/^- hybrid\.helm\.sdk\.operatorframework\.io/ {skip=0; next} {skip=0; print}' PROJECT > $(1)/PROJECT
+endef
+
+# gen-bundle DIR: write DIR/bundle and DIR/bundle.Dockerfile from config/manifests.
+define gen-bundle
+	rm -rf $(1)
+	$(call sdk-project,$(1))
+	$(KUBECTL) kustomize config/manifests | sed 's#controller:latest#$(IMG)#g' | \
+		(cd $(1) && $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) \
+		--package $(BUNDLE_PACKAGE) --channels $(BUNDLE_CHANNELS) --default-channel $(BUNDLE_DEFAULT_CHANNEL))
+	sed -i 's/^    createdAt: .*/    createdAt: $(BUNDLE_CREATED_AT)/' $(1)/bundle/manifests/$(BUNDLE_PACKAGE).clusterserviceversion.yaml
+endef
+
+.PHONY: bundle
+bundle: manifests $(KUBECTL) $(OPERATOR_SDK) ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/manifests.
+	$(call gen-bundle,$(BUNDLE_GEN_DIR))
+	rm -rf bundle && mv $(BUNDLE_GEN_DIR)/bundle bundle && mv $(BUNDLE_GEN_DIR)/bundle.Dockerfile bundle.Dockerfile
+	rm -rf $(BUNDLE_GEN_DIR)
+	$(call sdk-project,$(SDK_WORKDIR))
+	cd $(SDK_WORKDIR) && $(OPERATOR_SDK) bundle validate $(CURDIR)/bundle
+
+.PHONY: bundle-check
+bundle-check: $(KUBECTL) $(OPERATOR_SDK) ## Fail when bundle/ or bundle.Dockerfile is out of date with config/.
+	$(call gen-bundle,$(BUNDLE_GEN_DIR))
+	@if ! diff -r bundle $(BUNDLE_GEN_DIR)/bundle || ! diff bundle.Dockerfile $(BUNDLE_GEN_DIR)/bundle.Dockerfile; then \
+		echo "The OLM bundle is out of date with config/; run 'make bundle' and commit."; rm -rf $(BUNDLE_GEN_DIR); exit 1; fi
+	@rm -rf $(BUNDLE_GEN_DIR)
+
+.PHONY: bundle-validate
+bundle-validate: $(OPERATOR_SDK) ## Validate the bundle with the OperatorHub suite; any warning fails.
+	@$(call sdk-project,$(SDK_WORKDIR))
+	@out=$$(cd $(SDK_WORKDIR) && $(OPERATOR_SDK) bundle validate $(CURDIR)/bundle --select-optional suite=operatorframework 2>&1) || { echo "$$out"; exit 1; }; \
+	echo "$$out"; if echo "$$out" | grep -qiE 'level=(warn|error)|WARN|ERRO'; then echo "bundle-validate: warnings are errors"; exit 1; fi
+
+# scorecard-test reads the bundle from the fixed path /bundle (a real
+# directory, not a symlink), as it does in the scorecard pod: this needs root.
+SCORECARD_BUNDLE_ROOT := /bundle
+
+.PHONY: scorecard-local
+scorecard-local: $(SCORECARD_TEST) ## Run every scorecard test (basic, olm, kraan) on bundle/ without a cluster; anything but pass fails.
+	@command -v jq >/dev/null || { echo "scorecard-local needs jq"; exit 1; }
+	$(GO) build -o bin/kraan-scorecard ./test/scorecard
+	@tests=$$(awk '/- (scorecard-test|kraan-scorecard)$$/ { bin=$$2; getline; print bin ":" $$2 }' bundle/tests/scorecard/config.yaml); \
+	[ -n "$$tests" ] || { echo "no tests in bundle/tests/scorecard/config.yaml"; exit 1; }; \
+	rm -rf $(SCORECARD_BUNDLE_ROOT) && cp -r bundle $(SCORECARD_BUNDLE_ROOT); \
+	failed=0; for bt in $$tests; do t=$${bt#*:}; \
+		case $$bt in scorecard-test:*) cmd="$(SCORECARD_TEST) $$t";; *) cmd="bin/kraan-scorecard $$t";; esac; \
+		out=$$($$cmd) || { echo "$$t: the test binary exited with an error"; echo "$$out"; failed=1; continue; }; \
+		states=$$(echo "$$out" | jq -r '[.results[].state] | unique | join(",")'); \
+		if [ "$$states" = pass ]; then echo "pass  $$t"; \
+		else echo "FAIL  $$t ($$states)"; echo "$$out" | jq .; failed=1; fi; \
+		echo "$$out" | jq -r '[.results[].suggestions // [] | .[]] | unique | .[] | "      suggestion: " + .'; \
+	done; rm -rf $(SCORECARD_BUNDLE_ROOT); exit $$failed
+
+SCORECARD_FLAGS ?= --wait-time 120s
+
+.PHONY: scorecard
+scorecard: $(OPERATOR_SDK) ## Run the scorecard against the cluster of KUBECONFIG (pods pull the scorecard images).
+	$(call sdk-project,$(SDK_WORKDIR))
+	cd $(SDK_WORKDIR) && $(KUBECTL_ENV) $(OPERATOR_SDK) scorecard $(CURDIR)/bundle $(SCORECARD_FLAGS)
+
+# gen-chart DIR: copy the generated CRDs and manager rules into the chart in
+# DIR and stamp VERSION into Chart.yaml.
+define gen-chart
+	rm -rf $(1)/crds $(1)/files && mkdir -p $(1)/crds $(1)/files
+	cp config/crd/bases/*.yaml $(1)/crds/
+	cp config/rbac/role.yaml $(1)/files/role.yaml
+	sed -i -e 's/^version: .*/version: $(VERSION)/' -e 's/^appVersion: .*/appVersion: "$(VERSION)"/' $(1)/Chart.yaml
+endef
+
+.PHONY: chart
+chart: manifests ## Copy the generated CRDs and RBAC rules into dist/chart.
+	$(call gen-chart,dist/chart)
+
+.PHONY: chart-check
+chart-check: ## Fail when dist/chart's generated files are out of date with config/.
+	@rm -rf .cache/chart-check && mkdir -p .cache && cp -r dist/chart .cache/chart-check
+	@$(call gen-chart,.cache/chart-check)
+	@diff -r dist/chart .cache/chart-check || { echo "dist/chart is out of date; run 'make chart' and commit."; exit 1; }
+	@rm -rf .cache/chart-check
+
+.PHONY: catalog
+catalog: $(OPM) ## Write the file-based catalog (catalog/) from bundle/ (run `make bundle` first) and validate it.
+	rm -rf catalog && mkdir -p catalog/$(BUNDLE_PACKAGE)
+	$(OPM) init $(BUNDLE_PACKAGE) --default-channel=$(BUNDLE_DEFAULT_CHANNEL) --icon=config/manifests/icon.svg --output=yaml > catalog/$(BUNDLE_PACKAGE)/index.yaml
+	$(OPM) render ./bundle --output=yaml | sed 's#^image: ""#image: $(BUNDLE_IMG)#' >> catalog/$(BUNDLE_PACKAGE)/index.yaml
+	printf -- '---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n- name: %s.v%s\n' \
+		$(BUNDLE_PACKAGE) $(BUNDLE_DEFAULT_CHANNEL) $(BUNDLE_PACKAGE) $(VERSION) >> catalog/$(BUNDLE_PACKAGE)/index.yaml
+	$(OPM) validate catalog
+
+.PHONY: catalog-build
+catalog-build: ## Build the bundle and catalog images (needs a container engine).
+	docker build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+	docker build -f catalog.Dockerfile -t $(CATALOG_IMG) .
 
 ##@ Local control plane
 
@@ -229,3 +341,66 @@ $(SOURCE_CRDS)/.complete: $(SOURCE_CONTROLLER)
 source-controller: $(SOURCE_CONTROLLER) $(SOURCE_CRDS)/.complete ## Build Flux source-controller and collect its CRDs (layer tests).
 # --- end source-controller ---
 
+# --- OLM ---
+# operator-sdk (bundle generation and validation), the scorecard-test binary the
+# scorecard image runs, OLM's olm and catalog operators and opm are built from
+# pinned modules under hack/tools (their dependency graphs conflict with the
+# operator's). Tests find them through the exported KRAAN_* variables and fail,
+# naming the make target, when they are unset.
+OPERATOR_SDK_VERSION := v1.42.3
+OLM_VERSION := v0.46.0
+OPERATOR_SDK_DIR := $(TOOLS_DIR)/operator-sdk-$(OPERATOR_SDK_VERSION)
+OPERATOR_SDK := $(OPERATOR_SDK_DIR)/operator-sdk
+SCORECARD_TEST := $(OPERATOR_SDK_DIR)/scorecard-test
+OLM_DIR := $(TOOLS_DIR)/olm-$(OLM_VERSION)
+OLM := $(OLM_DIR)/olm
+OLM_CATALOG := $(OLM_DIR)/catalog
+OPM := $(OLM_DIR)/opm
+export KRAAN_OPERATOR_SDK := $(OPERATOR_SDK)
+export KRAAN_SCORECARD_TEST := $(SCORECARD_TEST)
+export KRAAN_OLM := $(OLM)
+export KRAAN_OLM_CATALOG := $(OLM_CATALOG)
+export KRAAN_OPM := $(OPM)
+
+SDK_PKG := github.com/operator-framework/operator-sdk
+SDK_VERSION_PKG := $(SDK_PKG)/internal/version
+OPERATOR_SDK_LDFLAGS := -X $(SDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERSION) \
+	-X $(SDK_VERSION_PKG).GitVersion=$(OPERATOR_SDK_VERSION) \
+	-X $(SDK_VERSION_PKG).GitCommit=$(OPERATOR_SDK_VERSION)-module \
+	-X $(SDK_VERSION_PKG).ImageVersion=$(OPERATOR_SDK_VERSION) \
+	-X $(SDK_VERSION_PKG).KubernetesVersion=v1.33.1
+
+$(OPERATOR_SDK) $(SCORECARD_TEST) $(OLM) $(OLM_CATALOG) $(OPM): export GOFLAGS := -mod=mod -buildvcs=false
+$(OPM): export CGO_ENABLED := 1
+
+$(OPERATOR_SDK):
+	$(call build-tool,operator-sdk,$@,$(OPERATOR_SDK_LDFLAGS),about 4 minutes,-tags=containers_image_openpgp $(SDK_PKG)/cmd/operator-sdk)
+$(SCORECARD_TEST):
+	$(call build-tool,operator-sdk,$@,,about 2 minutes,-tags=containers_image_openpgp $(SDK_PKG)/images/scorecard-test)
+$(OLM):
+	$(call build-tool,olm,$@,,about 4 minutes,-tags=json1 github.com/operator-framework/operator-lifecycle-manager/cmd/olm)
+$(OLM_CATALOG):
+	$(call build-tool,olm,$@,,about 1 minute,-tags=json1 github.com/operator-framework/operator-lifecycle-manager/cmd/catalog)
+$(OPM):
+	$(call build-tool,olm,$@,,about 3 minutes,-tags=json1$(comma)containers_image_openpgp github.com/operator-framework/operator-registry/cmd/opm)
+
+comma := ,
+
+# The OLM end-to-end test (test/e2e/olm) runs OLM's operators and opm serve.
+test test-e2e: $(OLM) $(OLM_CATALOG) $(OPM)
+
+.PHONY: olm-tools
+olm-tools: $(OPERATOR_SDK) $(SCORECARD_TEST) $(OLM) $(OLM_CATALOG) $(OPM) ## Build operator-sdk, scorecard-test, OLM and opm.
+# --- end OLM ---
+
+# --- demo ---
+# `make demo` builds the tools it needs (once), then hack/demo starts a local
+# control plane, source-controller, a Git server, a Helm repository and the
+# operator, deploys examples/layers and waits for Ctrl-C (docs/demo.md).
+DEMO_FLAGS ?=
+
+.PHONY: demo
+demo: $(ASSETS) source-controller ## Deploy examples/layers on a local control plane with the operator, live (DEMO_FLAGS=--non-interactive to exit).
+	@echo ">> compiling hack/demo (about a minute the first time)"
+	$(GO) run ./hack/demo $(DEMO_FLAGS)
+# --- end demo ---

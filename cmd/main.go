@@ -27,6 +27,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller"
 	"github.com/kraan-io/kraan-operator/internal/health"
+	"github.com/kraan-io/kraan-operator/internal/olm"
 )
 
 // leaderElectionID names the Lease replicas compete for.
@@ -96,6 +97,7 @@ func startManager(ctx context.Context, opts *options) error {
 		LeaderElectionNamespace:       opts.leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true, // the next leader starts at once, not after the lease expires
 		GracefulShutdownTimeout:       &opts.gracefulShutdown,
+		Cache:                         opts.cacheOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -106,8 +108,21 @@ func startManager(ctx context.Context, opts *options) error {
 	layers := controller.LayerOptions{
 		DataPath: opts.dataPath, SourceHostOverride: opts.sourceHostOverride, DefaultSourceNamespace: opts.sourceNamespace,
 	}
-	if err := controller.SetupAll(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrent, Layers: layers}); err != nil {
+	chartKinds, err := opts.loadWatches()
+	if err != nil {
+		return err
+	}
+	if err := controller.SetupAll(mgr, controller.Options{
+		MaxConcurrentReconciles: opts.concurrent, Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount,
+		Watches: chartKinds, WatchNamespaces: opts.namespaces(),
+	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
+	}
+	if olm.RunningUnderOLM() {
+		// OLM must not replace the operator while a layer is mid-rollout.
+		if err := olm.SetupUpgradeable(mgr, os.Getenv("RUNTIME_NAMESPACE")); err != nil {
+			return fmt.Errorf("setting up the OLM OperatorCondition: %w", err)
+		}
 	}
 	ctrl.Log.WithName("setup").Info("Starting the operator", "leaderElection", opts.leaderElect)
 	return mgr.Start(ctx)

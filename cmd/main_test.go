@@ -34,9 +34,10 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 	// Libraries register flags globally (klog's -v, -vmodule, controller-runtime's
 	// -kubeconfig on flag.CommandLine); none may show up unless we declare them.
 	g.Expect(names).To(Equal([]string{
-		"concurrent", "data-path", "default-source-namespace", "graceful-shutdown-timeout",
+		"concurrent", "data-path", "default-service-account", "default-source-namespace", "graceful-shutdown-timeout",
 		"health-probe-bind-address", "kubeconfig", "leader-elect", "leader-election-namespace",
 		"log-format", "log-level", "metrics-bind-address", "metrics-secure", "source-host-override",
+		"watch-namespace", "watches-file",
 	}))
 }
 

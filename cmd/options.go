@@ -30,6 +30,9 @@ type options struct {
 	dataPath                string
 	sourceHostOverride      string
 	sourceNamespace         string
+	defaultServiceAccount   string
+	watchesFile             string
+	watchNamespace          string
 }
 
 func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
@@ -58,6 +61,13 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 		"Replace the host[:port] of Flux artifact URLs, e.g. 127.0.0.1:9090 through a port-forward (Kraan's SC_HOST).")
 	fs.StringVar(&opts.sourceNamespace, "default-source-namespace", os.Getenv("RUNTIME_NAMESPACE"),
 		"Namespace of an AddonsLayer's source when spec.source.namespace is empty; defaults to $RUNTIME_NAMESPACE.")
+	fs.StringVar(&opts.defaultServiceAccount, "default-service-account", "",
+		"Service account (in the HelmRelease's namespace) that HelmReleases naming none impersonate; "+
+			"set it to lock tenants down to what that account may do.")
+	fs.StringVar(&opts.watchesFile, "watches-file", defaultWatchesFile,
+		"watches.yaml listing the chart-backed kinds; relative to the working directory, then "+imageWatchesFile+".")
+	fs.StringVar(&opts.watchNamespace, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),
+		"Comma-separated namespaces to watch; empty watches all. Defaults to $WATCH_NAMESPACE.")
 	return fs
 }
 

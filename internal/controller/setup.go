@@ -13,6 +13,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/source"
+	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
 // Options are the settings shared by the reconcilers.
@@ -29,6 +30,12 @@ type Options struct {
 	ChartArtifactsDir string
 	// Layers are the AddonsLayer controller's settings.
 	Layers LayerOptions
+	// Watches are the chart-backed kinds of watches.yaml, each reconciled as
+	// one Helm release per object.
+	Watches []watches.Watch
+	// WatchNamespaces limits the caches the Habitat controller starts itself;
+	// empty watches all namespaces, as the manager's cache.
+	WatchNamespaces []string
 }
 
 // WatchedKinds are the kinds whose informers must have synced before the
@@ -69,7 +76,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	}{
 		{"AddonsLayer", setupAddonsLayer},
 		{"HelmRelease", releases.SetupWithManager},
-		{"Habitat", (&HabitatReconciler{Client: mgr.GetClient()}).SetupWithManager},
+		{"Habitat and chart-backed", setupHybrid(engine)},
 	}
 	for _, s := range setups {
 		if err := s.setup(mgr, opts); err != nil {

@@ -3,16 +3,13 @@ package helm
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 
 	"github.com/fluxcd/pkg/ssa/jsondiff"
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -144,25 +141,16 @@ func (e *Engine) clientFor(target Target) (client.Client, error) {
 // manifestObjects decodes a release manifest, putting namespaced objects
 // without a namespace into the release's, as Helm does when it applies them.
 func (e *Engine) manifestObjects(manifest, namespace string) ([]*unstructured.Unstructured, error) {
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(manifest), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		err := decoder.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("decoding the release manifest: %w", err)
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
+	objs, err := decodeObjects([]byte(manifest))
+	if err != nil {
+		return nil, fmt.Errorf("decoding the release manifest: %w", err)
+	}
+	for _, obj := range objs {
 		if obj.GetNamespace() == "" && e.namespaced(obj) {
 			obj.SetNamespace(namespace)
 		}
-		objs = append(objs, obj)
 	}
+	return objs, nil
 }
 
 func (e *Engine) namespaced(obj *unstructured.Unstructured) bool {

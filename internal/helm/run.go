@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -25,6 +26,9 @@ type Request struct {
 	Desired  Desired
 	Spec     *kraanv1.HelmReleaseSpec
 	Failures Failures
+	// PostRenderer, when set, changes what the chart rendered before Helm
+	// applies it on install and upgrade (owner references for chart-backed kinds).
+	PostRenderer postrender.PostRenderer
 }
 
 // Step is one Helm action the engine took.
@@ -95,9 +99,15 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	var err error
 	switch next {
 	case ActionInstall:
-		_, err = newInstall(cfg, req.Target, req.Spec, labels).RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
+		install := newInstall(cfg, req.Target, req.Spec, labels)
+		install.PostRenderer = req.PostRenderer
+		_, err = install.RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
 	case ActionUpgrade:
-		_, err = newUpgrade(cfg, req.Target, req.Spec, labels).RunWithContext(ctx, req.Target.ReleaseName, req.Desired.Chart, req.Desired.Values)
+		upgrade := newUpgrade(cfg, req.Target, req.Spec, labels)
+		upgrade.PostRenderer = req.PostRenderer
+		if err = e.applyCRDs(ctx, req.Target, req.Desired.Chart, upgradeCRDsPolicy(req.Spec)); err == nil {
+			_, err = upgrade.RunWithContext(ctx, req.Target.ReleaseName, req.Desired.Chart, req.Desired.Values)
+		}
 	case ActionTest:
 		err = runTests(cfg, req)
 	case ActionRollback:

@@ -1,0 +1,26 @@
+{{/* Name prefix of every object: the release name. */}}
+{{- define "kraan.fullname" -}}
+{{- printf "%s" .Release.Name | trunc 53 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "kraan.serviceAccountName" -}}
+{{- default (printf "%s-controller-manager" (include "kraan.fullname" .)) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "kraan.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default (printf "v%s" .Chart.AppVersion) .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "kraan.labels" -}}
+app.kubernetes.io/name: kraan-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "kraan.selectorLabels" -}}
+app.kubernetes.io/name: kraan-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+control-plane: controller-manager
+{{- end -}}

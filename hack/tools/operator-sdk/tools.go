@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins operator-sdk and the scorecard-test binary built from this module.
+package tools
+
+import (
+	_ "github.com/operator-framework/operator-sdk/cmd/operator-sdk"
+	_ "github.com/operator-framework/operator-sdk/images/scorecard-test"
+)

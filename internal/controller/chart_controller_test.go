@@ -1,0 +1,223 @@
+package controller
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/internal/watches"
+)
+
+// startChartEnv starts an API server with the Gadget CRD and a manager
+// running the chart reconcilers of testdata/watches.yaml — a kind with no Go
+// code at all. It returns a client; everything stops when t ends.
+func startChartEnv(t *testing.T) client.Client {
+	t.Helper()
+	g := NewWithT(t)
+	t.Setenv("GADGET_EXTRA", "from-the-environment")
+	list, err := watches.Load(filepath.Join("testdata", "watches.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	env, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join("testdata", "crds")}, ErrorIfPathMissing: true,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:     testenv.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	engine, err := helm.NewEngine(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, w := range list {
+		r := &ChartReconciler{Client: mgr.GetClient(), Engine: engine, Watch: w}
+		g.Expect(r.SetupWithManager(mgr, Options{MaxConcurrentReconciles: 2})).To(Succeed())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager stopped with an error: %v", err)
+		}
+	})
+	return env.Client
+}
+
+// newGadget returns a Gadget in namespace ns.
+func newGadget(ns, name string, spec map[string]any, annotations map[string]string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	obj.SetAPIVersion("charttest.kraan.io/v1")
+	obj.SetKind("Gadget")
+	obj.SetNamespace(ns)
+	obj.SetName(name)
+	obj.SetAnnotations(annotations)
+	return obj
+}
+
+// conditionOf returns the status and reason of a condition of obj.
+func conditionOf(c client.Client, obj *unstructured.Unstructured, condType string) func(Gomega) string {
+	return func(g Gomega) string {
+		got := obj.DeepCopy()
+		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(obj), got)).To(Succeed())
+		for _, cond := range chartConditions(got) {
+			if cond.Type == condType {
+				return string(cond.Status) + "/" + cond.Reason
+			}
+		}
+		return ""
+	}
+}
+
+// updateGadget sets one field of obj, retrying on conflicts with the
+// reconciler's own writes (finalizer, status).
+func updateGadget(g Gomega, c client.Client, obj *unstructured.Unstructured, value any, path ...string) {
+	g.Eventually(func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(obj.Object, value, path...); err != nil {
+			return err
+		}
+		return c.Update(context.Background(), obj)
+	}, 30*time.Second).Should(Succeed())
+}
+
+func createNamespace(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	NewWithT(t).Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+}
+
+func TestChartReconciler_Lifecycle(t *testing.T) {
+	g := NewWithT(t)
+	c := startChartEnv(t)
+	ctx := context.Background()
+	createNamespace(t, c, "gadgets")
+	gadget := newGadget("gadgets", "one", map[string]any{"message": "first", "replicas": int64(2)}, nil)
+	g.Expect(c.Create(ctx, gadget)).To(Succeed())
+
+	// Installing the release with the spec and the overrides as values.
+	cm := &corev1.ConfigMap{}
+	cmKey := types.NamespacedName{Namespace: "gadgets", Name: "one-config"}
+	g.Eventually(func(g Gomega) map[string]string {
+		g.Expect(c.Get(ctx, cmKey, cm)).To(Succeed())
+		return cm.Data
+	}, 30*time.Second).Should(Equal(map[string]string{"message": "first", "extra": "from-the-environment"}))
+	g.Expect(cm.OwnerReferences).To(ConsistOf(HaveField("Name", "one")))
+	g.Expect(*cm.OwnerReferences[0].Controller).To(BeTrue())
+	g.Eventually(conditionOf(c, gadget, ChartReady), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
+	g.Expect(conditionOf(c, gadget, ChartDeployed)(g)).To(Equal("True/InstallSuccessful"))
+	g.Expect(conditionOf(c, gadget, ChartInitialized)(g)).To(Equal("True/Reconciling"))
+	g.Expect(conditionOf(c, gadget, ChartReleaseFailed)(g)).To(Equal("False/ReleaseSucceeded"))
+	g.Expect(conditionOf(c, gadget, ChartIrreconcilable)(g)).To(Equal("False/Reconcilable"))
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(gadget), gadget)).To(Succeed())
+	name, _, _ := unstructured.NestedString(gadget.Object, "status", "deployedRelease", "name")
+	manifest, _, _ := unstructured.NestedString(gadget.Object, "status", "deployedRelease", "manifest")
+	g.Expect(name).To(Equal("one"))
+	g.Expect(manifest).To(ContainSubstring("name: one-config"))
+	g.Expect(gadget.GetFinalizers()).To(ContainElement(ChartFinalizer))
+
+	// Restoring a deleted dependent.
+	g.Expect(c.Delete(ctx, cm)).To(Succeed())
+	g.Eventually(func() error { return c.Get(ctx, cmKey, &corev1.ConfigMap{}) }, 30*time.Second).Should(Succeed())
+
+	// Restoring a hand-edited Deployment.
+	dep := &appsv1.Deployment{}
+	depKey := types.NamespacedName{Namespace: "gadgets", Name: "one"}
+	g.Eventually(func() error {
+		if err := c.Get(ctx, depKey, dep); err != nil {
+			return err
+		}
+		dep.Spec.Replicas = ptr.To[int32](7)
+		return c.Update(ctx, dep)
+	}, 30*time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) int32 {
+		g.Expect(c.Get(ctx, depKey, dep)).To(Succeed())
+		return *dep.Spec.Replicas
+	}, 30*time.Second).Should(BeEquivalentTo(2))
+
+	// Upgrading on a spec change.
+	updateGadget(g, c, gadget, "second", "spec", "message")
+	g.Eventually(func(g Gomega) string {
+		g.Expect(c.Get(ctx, cmKey, cm)).To(Succeed())
+		return cm.Data["message"]
+	}, 30*time.Second).Should(Equal("second"))
+	g.Eventually(conditionOf(c, gadget, ChartDeployed), 30*time.Second).Should(Equal("True/UpgradeSuccessful"))
+
+	// Uninstalling on delete.
+	g.Expect(c.Delete(ctx, gadget)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(gadget), gadget.DeepCopy()))
+	}, 30*time.Second).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(c.Get(ctx, cmKey, cm))).To(BeTrue(), "the uninstall deletes the release's objects")
+	secrets := &corev1.SecretList{}
+	g.Expect(c.List(ctx, secrets, client.InNamespace("gadgets"), client.MatchingLabels{"owner": "helm", "name": "one"})).To(Succeed())
+	g.Expect(secrets.Items).To(BeEmpty())
+}
+
+func TestChartReconciler_Annotations_DisableHooks(t *testing.T) {
+	g := NewWithT(t)
+	c := startChartEnv(t)
+	ctx := context.Background()
+	createNamespace(t, c, "hooks")
+	g.Expect(c.Create(ctx, newGadget("hooks", "with", map[string]any{}, nil))).To(Succeed())
+	g.Expect(c.Create(ctx, newGadget("hooks", "without", map[string]any{},
+		map[string]string{AnnotationInstallDisableHooks: "true"}))).To(Succeed())
+	g.Eventually(func() error {
+		return c.Get(ctx, types.NamespacedName{Namespace: "hooks", Name: "with-hook"}, &corev1.ConfigMap{})
+	}, 30*time.Second).Should(Succeed())
+	without := newGadget("hooks", "without", nil, nil)
+	g.Eventually(conditionOf(c, without, ChartDeployed), 30*time.Second).Should(Equal("True/InstallSuccessful"))
+	err := c.Get(ctx, types.NamespacedName{Namespace: "hooks", Name: "without-hook"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "install-disable-hooks must skip the post-install hook")
+}
+
+func TestReleaseSpecFor_Annotations(t *testing.T) {
+	g := NewWithT(t)
+	obj := newGadget("ns", "a", nil, map[string]string{
+		AnnotationUpgradeForce: "true", AnnotationUpgradeDisableHooks: "1",
+		AnnotationUninstallDisableHooks: "yes", // invalid: false, as Operator SDK
+	})
+	spec := releaseSpecFor(obj)
+	g.Expect(spec.Upgrade.Force).To(BeTrue())
+	g.Expect(spec.Upgrade.DisableHooks).To(BeTrue())
+	g.Expect(spec.Install.DisableHooks).To(BeFalse())
+	g.Expect(spec.Uninstall.DisableHooks).To(BeFalse())
+}
+
+func TestChartReconciler_ReleaseFailure_ReportedThenRecovered(t *testing.T) {
+	g := NewWithT(t)
+	c := startChartEnv(t)
+	ctx := context.Background()
+	createNamespace(t, c, "failing")
+	gadget := newGadget("failing", "broken", map[string]any{"fail": true}, nil)
+	g.Expect(c.Create(ctx, gadget)).To(Succeed())
+	g.Eventually(conditionOf(c, gadget, ChartReleaseFailed), 30*time.Second).Should(Equal("True/InstallError"))
+	g.Expect(conditionOf(c, gadget, ChartReady)(g)).To(Equal("False/InstallError"))
+	g.Expect(conditionOf(c, gadget, ChartDeployed)(g)).To(Equal("False/NotDeployed"))
+
+	updateGadget(g, c, gadget, false, "spec", "fail")
+	g.Eventually(conditionOf(c, gadget, ChartReady), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
+	g.Expect(conditionOf(c, gadget, ChartReleaseFailed)(g)).To(Equal("False/ReleaseSucceeded"))
+}

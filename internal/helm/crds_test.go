@@ -1,0 +1,69 @@
+package helm
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+)
+
+// TestEngine_applyCRDs_policies runs the upgrade CRD policies against a real
+// API server: Skip leaves CRDs alone, Create adds missing ones only,
+// CreateReplace also updates existing ones.
+func TestEngine_applyCRDs_policies(t *testing.T) {
+	g := NewWithT(t)
+	env, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	engine, err := NewEngine(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	ch, err := loader.LoadDir(filepath.Join(root, "testdata", "charts", "realistic"))
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, target := context.Background(), Target{Namespace: "default"}
+	key := client.ObjectKey{Name: "widgets.test.kraan.io"}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+
+	g.Expect(engine.applyCRDs(ctx, target, ch, kraanv1.CRDsSkip)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, crd)).NotTo(Succeed(), "Skip created the CRD")
+
+	g.Expect(engine.applyCRDs(ctx, target, ch, kraanv1.CRDsCreate)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, crd)).To(Succeed())
+	g.Expect(crd.Spec.Names.ShortNames).To(BeEmpty())
+
+	// A new chart version adds a short name to its CRD.
+	crdFile := ch.CRDObjects()[0].File
+	crdFile.Data = withShortName(t, crdFile.Data)
+	g.Expect(engine.applyCRDs(ctx, target, ch, kraanv1.CRDsCreate)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, crd)).To(Succeed())
+	g.Expect(crd.Spec.Names.ShortNames).To(BeEmpty(), "Create replaced an existing CRD")
+
+	g.Expect(engine.applyCRDs(ctx, target, ch, kraanv1.CRDsCreateReplace)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, key, crd)).To(Succeed())
+	g.Expect(crd.Spec.Names.ShortNames).To(ConsistOf("wdg"))
+}
+
+func withShortName(t *testing.T, data []byte) []byte {
+	t.Helper()
+	objs, err := decodeObjects(data)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("decoding the test CRD: %v", err)
+	}
+	if err := unstructured.SetNestedStringSlice(objs[0].Object, []string{"wdg"}, "spec", "names", "shortNames"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := objs[0].MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

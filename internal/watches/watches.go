@@ -1,0 +1,195 @@
+package watches
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/strvals"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// Watch is one entry of watches.yaml.
+type Watch struct {
+	// Group of the watched kind; empty for the core group.
+	Group string `json:"group"`
+	// Version of the watched kind.
+	Version string `json:"version"`
+	// Kind watched.
+	Kind string `json:"kind"`
+	// Chart is a chart directory or archive, relative to the watches file.
+	Chart string `json:"chart"`
+	// WatchDependentResources makes changes to rendered objects trigger a
+	// reconcile, so they are restored; true when unset.
+	WatchDependentResources *bool `json:"watchDependentResources,omitempty"`
+	// OverrideValues are applied onto .spec with `--set` syntax after their
+	// environment variables are expanded.
+	OverrideValues map[string]string `json:"overrideValues,omitempty"`
+	// ReconcilePeriod resyncs every object this often; never when unset.
+	ReconcilePeriod *metav1.Duration `json:"reconcilePeriod,omitempty"`
+	// MaxConcurrentReconciles is the worker count of this kind; the
+	// operator's --max-concurrent-reconciles when unset.
+	MaxConcurrentReconciles *int `json:"maxConcurrentReconciles,omitempty"`
+	// Selector limits the objects reconciled to those it matches.
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// LoadedChart is Chart, loaded at start so a broken chart stops the
+	// operator instead of failing every reconcile.
+	LoadedChart *chart.Chart `json:"-"`
+	// LabelSelector is Selector, parsed; labels.Everything() when unset.
+	LabelSelector labels.Selector `json:"-"`
+	// expandedOverrides are OverrideValues after environment expansion.
+	expandedOverrides map[string]string
+}
+
+// GroupVersionKind returns the watched kind.
+func (w *Watch) GroupVersionKind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: w.Group, Version: w.Version, Kind: w.Kind}
+}
+
+// WatchesDependents reports whether rendered objects are watched.
+func (w *Watch) WatchesDependents() bool {
+	return w.WatchDependentResources == nil || *w.WatchDependentResources
+}
+
+// String names the entry in messages: group/version, Kind=kind.
+func (w *Watch) String() string {
+	return w.GroupVersionKind().String()
+}
+
+// Load reads and validates the watches file at path. Every problem is
+// reported, each naming its entry, so one start of the operator shows them all.
+func Load(path string) ([]Watch, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading watches file: %w", err)
+	}
+	var list []Watch
+	// Strict: a misspelt key (watchDependentResource) would otherwise be
+	// silently ignored and change behaviour.
+	if err := yaml.UnmarshalStrict(bytes.TrimSpace(data), &list); err != nil {
+		return nil, fmt.Errorf("parsing watches file %s: %w", path, err)
+	}
+	var errs []error
+	seen := map[schema.GroupVersionKind]int{}
+	for i := range list {
+		w := &list[i]
+		if err := w.validate(filepath.Dir(path)); err != nil {
+			errs = append(errs, fmt.Errorf("watches file %s, entry %d (%s): %w", path, i+1, w, err))
+			continue
+		}
+		if first, dup := seen[w.GroupVersionKind()]; dup {
+			errs = append(errs, fmt.Errorf("watches file %s, entry %d (%s): duplicate of entry %d", path, i+1, w, first))
+			continue
+		}
+		seen[w.GroupVersionKind()] = i + 1
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// validate checks one entry and fills its derived fields; chart paths are
+// resolved against dir, the watches file's directory.
+func (w *Watch) validate(dir string) error {
+	var errs []error
+	if w.Version == "" {
+		errs = append(errs, errors.New("version is required"))
+	}
+	if w.Kind == "" {
+		errs = append(errs, errors.New("kind is required"))
+	}
+	if w.ReconcilePeriod != nil && w.ReconcilePeriod.Duration < 0 {
+		errs = append(errs, fmt.Errorf("reconcilePeriod %s is negative", w.ReconcilePeriod.Duration))
+	}
+	if w.MaxConcurrentReconciles != nil && *w.MaxConcurrentReconciles < 1 {
+		errs = append(errs, fmt.Errorf("maxConcurrentReconciles %d is below 1", *w.MaxConcurrentReconciles))
+	}
+	errs = append(errs, w.loadChart(dir), w.parseSelector(), w.expandOverrides())
+	return errors.Join(errs...)
+}
+
+func (w *Watch) loadChart(dir string) error {
+	if w.Chart == "" {
+		return errors.New("chart is required")
+	}
+	if !filepath.IsAbs(w.Chart) {
+		w.Chart = filepath.Join(dir, w.Chart)
+	}
+	loaded, err := loader.Load(w.Chart)
+	if err != nil {
+		return fmt.Errorf("loading chart %s: %w", w.Chart, err)
+	}
+	w.LoadedChart = loaded
+	return nil
+}
+
+func (w *Watch) parseSelector() error {
+	w.LabelSelector = labels.Everything()
+	if w.Selector == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(w.Selector)
+	if err != nil {
+		return fmt.Errorf("selector: %w", err)
+	}
+	w.LabelSelector = sel
+	return nil
+}
+
+// expandOverrides expands environment variables once, at start, and checks
+// that every override parses, so a typo fails the start, not each reconcile.
+func (w *Watch) expandOverrides() error {
+	w.expandedOverrides = make(map[string]string, len(w.OverrideValues))
+	for key, value := range w.OverrideValues {
+		expanded := os.ExpandEnv(value)
+		if err := strvals.ParseInto(key+"="+expanded, map[string]any{}); err != nil {
+			return fmt.Errorf("overrideValues %s: %w", key, err)
+		}
+		w.expandedOverrides[key] = expanded
+	}
+	return nil
+}
+
+// Values returns the release values of an object whose .spec is spec: a deep
+// copy of spec with the overrides applied on top.
+func (w *Watch) Values(spec map[string]any) (map[string]any, error) {
+	// A deep copy so overrides never write into the cached object;
+	// DeepCopyJSON keeps integers as int64 where a YAML round trip would not.
+	values := map[string]any{}
+	if spec != nil {
+		values = runtime.DeepCopyJSON(spec)
+	}
+	for key, value := range w.expandedOverrides {
+		if err := strvals.ParseInto(key+"="+value, values); err != nil {
+			return nil, fmt.Errorf("applying overrideValues %s: %w", key, err)
+		}
+	}
+	return values, nil
+}
+
+// ResyncPeriod returns the reconcile period, zero when none is set.
+func (w *Watch) ResyncPeriod() time.Duration {
+	if w.ReconcilePeriod == nil {
+		return 0
+	}
+	return w.ReconcilePeriod.Duration
+}
+
+// Workers returns the worker count, fallback when the entry sets none.
+func (w *Watch) Workers(fallback int) int {
+	if w.MaxConcurrentReconciles == nil {
+		return fallback
+	}
+	return *w.MaxConcurrentReconciles
+}

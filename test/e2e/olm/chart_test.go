@@ -1,0 +1,172 @@
+package olm_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+)
+
+const (
+	chartRelease = "kraan"
+	chartNS      = "kraan-chart"
+)
+
+func chartDir(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return filepath.Join(root, "dist", "chart")
+}
+
+func helmConfig(t *testing.T, ns string) *action.Configuration {
+	t.Helper()
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
+	helmCfg := &action.Configuration{}
+	NewWithT(t).Expect(helmCfg.Init(flags, ns, "secret", t.Logf)).To(Succeed())
+	return helmCfg
+}
+
+// TestChart_InstallsRestrictedOperator installs dist/chart into a namespace
+// enforcing the restricted Pod Security Standard: the Deployment only rolls
+// out if its pod passes admission.
+func TestChart_InstallsRestrictedOperator(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartNS, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+	}}}
+	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	// The namespace really enforces it: a pod without the restricted settings is refused.
+	loose := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: chartNS, Name: "loose"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/loose"}}},
+	}
+	g.Expect(k8s.Create(ctx, loose)).To(MatchError(ContainSubstring("violates PodSecurity")))
+
+	chrt, err := loader.Load(chartDir(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	install := action.NewInstall(helmConfig(t, chartNS))
+	install.ReleaseName, install.Namespace = chartRelease, chartNS
+	install.Wait, install.Timeout = true, 2*time.Minute
+	values := map[string]any{"image": map[string]any{"repository": "registry.example/kraan", "tag": "test"}}
+	rel, err := install.RunWithContext(ctx, chrt, values)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Info.Status.String()).To(Equal("deployed"))
+
+	// The CRDs are the generated ones and are established.
+	for _, name := range []string{"addonslayers.kraan.io", "helmreleases.kraan.io", "habitats.habitat.kraan.io"} {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed(), name)
+	}
+
+	dep := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: chartNS, Name: chartRelease + "-controller-manager"}, dep)).To(Succeed())
+	g.Expect(dep.Status.ReadyReplicas).To(Equal(int32(1)), "Helm's wait returned before the Deployment was ready")
+	c := dep.Spec.Template.Spec.Containers[0]
+	g.Expect(c.Image).To(Equal("registry.example/kraan:test"))
+	g.Expect(c.Args).To(ContainElements("--leader-elect", "--metrics-bind-address=:8443"))
+	g.Expect(dep.Spec.Template.Spec.ServiceAccountName).To(Equal(chartRelease + "-controller-manager"))
+
+	// The manager's ClusterRole carries exactly the generated rules.
+	role := &rbacv1.ClusterRole{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: chartRelease + "-manager-role"}, role)).To(Succeed())
+	g.Expect(role.Rules).To(Equal(generatedRules(t)))
+
+	svc := &corev1.Service{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: chartNS, Name: chartRelease + "-metrics"}, svc)).To(Succeed())
+	g.Expect(svc.Spec.Ports).To(HaveLen(1))
+	g.Expect(svc.Spec.Ports[0].Port).To(Equal(int32(8443)))
+	g.Expect(svc.Spec.Selector).To(Equal(dep.Spec.Selector.MatchLabels))
+
+	uninstall := action.NewUninstall(helmConfig(t, chartNS))
+	uninstall.Wait, uninstall.Timeout = true, time.Minute
+	_, err = uninstall.Run(chartRelease)
+	g.Expect(err).NotTo(HaveOccurred())
+	err = k8s.Get(ctx, client.ObjectKeyFromObject(dep), &appsv1.Deployment{})
+	g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+	g.Expect(err).To(HaveOccurred(), "the Deployment outlived helm uninstall")
+}
+
+// TestChart_ServiceMonitorIsOptional renders the chart without a cluster.
+func TestChart_ServiceMonitorIsOptional(t *testing.T) {
+	g := NewWithT(t)
+	chrt, err := loader.Load(chartDir(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	render := func(values map[string]any) (string, error) {
+		install := action.NewInstall(&action.Configuration{})
+		install.ReleaseName, install.Namespace = chartRelease, chartNS
+		install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, false
+		install.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+		rel, err := install.Run(chrt, values)
+		if err != nil {
+			return "", err
+		}
+		return rel.Manifest, nil
+	}
+	manifest, err := render(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(manifest).NotTo(ContainSubstring("kind: ServiceMonitor"))
+	g.Expect(manifest).To(ContainSubstring("image: ghcr.io/kraan-io/kraan-operator:v" + chrt.Metadata.AppVersion))
+
+	manifest, err = render(map[string]any{"serviceMonitor": map[string]any{"enabled": true}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(manifest).To(ContainSubstring("kind: ServiceMonitor"))
+
+	_, err = render(map[string]any{
+		"serviceMonitor": map[string]any{"enabled": true},
+		"metrics":        map[string]any{"service": map[string]any{"enabled": false}},
+	})
+	g.Expect(err).To(MatchError(ContainSubstring("serviceMonitor.enabled needs metrics.service.enabled")))
+}
+
+// TestChart_CRDsAreGenerated fails when dist/chart/crds differs from
+// config/crd/bases: run `make chart`.
+func TestChart_CRDsAreGenerated(t *testing.T) {
+	g := NewWithT(t)
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	generated, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(generated).NotTo(BeEmpty())
+	inChart, err := filepath.Glob(filepath.Join(chartDir(t), "crds", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(inChart).To(HaveLen(len(generated)), "run `make chart`")
+	for _, f := range generated {
+		want, err := os.ReadFile(f)
+		g.Expect(err).NotTo(HaveOccurred())
+		got, err := os.ReadFile(filepath.Join(chartDir(t), "crds", filepath.Base(f)))
+		g.Expect(err).NotTo(HaveOccurred(), "run `make chart`")
+		g.Expect(bytes.Equal(got, want)).To(BeTrue(), "%s is stale: run `make chart`", filepath.Base(f))
+	}
+}
+
+func generatedRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	g := NewWithT(t)
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	role := &rbacv1.ClusterRole{}
+	g.Expect(yaml.Unmarshal(data, role)).To(Succeed())
+	g.Expect(role.Rules).NotTo(BeEmpty())
+	return role.Rules
+}

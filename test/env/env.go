@@ -1,0 +1,191 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/localplane"
+)
+
+const (
+	// FluxNamespace holds the GitRepository and HelmRepository.
+	FluxNamespace = "flux-system"
+	// GitRepositoryName is the GitRepository serving the environment's Git repository.
+	GitRepositoryName = "addons"
+	// HelmRepositoryName is the HelmRepository serving the environment's charts.
+	HelmRepositoryName = "charts"
+)
+
+// Options configure Start.
+type Options struct {
+	// Dir holds everything: the plane, Git repositories, storage and logs.
+	Dir string
+	// SourceController is the source-controller binary ($KRAAN_SOURCE_CONTROLLER).
+	SourceController string
+	// SourceCRDs is the directory of Flux's source CRDs ($KRAAN_SOURCE_CRDS).
+	SourceCRDs string
+	// Progress, when set, is told about each step as it starts.
+	Progress func(step string)
+}
+
+// Env is a running environment. Stop it exactly once.
+type Env struct {
+	// Dir is Options.Dir.
+	Dir string
+	// Kubeconfig is the admin kubeconfig of the control plane.
+	Kubeconfig string
+	// Client talks to the control plane with the operator's and Flux's types.
+	Client client.WithWatch
+	// GitURL and HelmURL are the loopback URLs of the Git and Helm repositories.
+	GitURL, HelmURL string
+
+	cfg   *rest.Config
+	git   *gitServer
+	helm  *helmRepo
+	stops []func() error // run in reverse order by Stop
+}
+
+// OptionsFromEnv fills SourceController and SourceCRDs from the variables
+// `make` exports, failing with a message naming `make` when they are unset,
+// and checks KUBEBUILDER_ASSETS, which the local plane reads.
+func OptionsFromEnv(dir string) (Options, error) {
+	o := Options{Dir: dir, SourceController: os.Getenv("KRAAN_SOURCE_CONTROLLER"), SourceCRDs: os.Getenv("KRAAN_SOURCE_CRDS")}
+	var missing []error
+	for name, v := range map[string]string{"KRAAN_SOURCE_CONTROLLER": o.SourceController,
+		"KRAAN_SOURCE_CRDS": o.SourceCRDs, "KUBEBUILDER_ASSETS": os.Getenv("KUBEBUILDER_ASSETS")} {
+		if v == "" {
+			missing = append(missing, fmt.Errorf("%s is not set: run through `make demo` or `make test`, which build the tools and set it", name))
+		}
+	}
+	return o, errors.Join(missing...)
+}
+
+// Scheme is the scheme of Env.Client: Kubernetes, kraan.io and Flux source types.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(kraanv1.AddToScheme(s))
+	utilruntime.Must(sourcev1.AddToScheme(s))
+	return s
+}
+
+func (o Options) progress(step string) {
+	if o.Progress != nil {
+		o.Progress(step)
+	}
+}
+
+// Start brings everything up. ctx bounds start-up only; the environment runs
+// until Stop. On error, whatever was started is stopped again.
+func Start(ctx context.Context, o Options) (e *Env, err error) {
+	e = &Env{Dir: o.Dir}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.Stop())
+			e = nil
+		}
+	}()
+	if err := e.startPlane(ctx, o); err != nil {
+		return nil, err
+	}
+	o.progress("starting the Git server and the Helm repository")
+	if e.git, err = startGitServer(ctx, filepath.Join(o.Dir, "git")); err != nil {
+		return nil, err
+	}
+	e.stops = append(e.stops, e.git.stop)
+	e.GitURL = e.git.url
+	if e.helm, err = startHelmRepo(ctx, filepath.Join(o.Dir, "helm")); err != nil {
+		return nil, err
+	}
+	e.stops = append(e.stops, e.helm.stop)
+	e.HelmURL = e.helm.url
+	o.progress("starting Flux source-controller")
+	stop, err := startSourceController(o.SourceController, e.Kubeconfig, filepath.Join(o.Dir, "source-controller"))
+	if err != nil {
+		return nil, err
+	}
+	e.stops = append(e.stops, stop)
+	o.progress("starting the operator")
+	stop, err = startOperator(e.cfg, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	e.stops = append(e.stops, stop)
+	return e, e.createSources(ctx)
+}
+
+// startPlane starts the local control plane and installs the CRDs.
+func (e *Env) startPlane(ctx context.Context, o Options) error {
+	o.progress("starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)")
+	plane, err := localplane.Start(ctx, localplane.Options{Dir: filepath.Join(o.Dir, "plane")})
+	if err != nil {
+		return err
+	}
+	e.stops = append(e.stops, plane.Stop)
+	e.Kubeconfig = plane.Kubeconfig()
+	e.cfg = plane.RESTConfig()
+	o.progress("installing the CRDs")
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(plane.RESTConfig(), envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(root, "config", "crd", "bases"), o.SourceCRDs}, ErrorIfPathMissing: true}); err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	e.Client, err = client.NewWithWatch(plane.RESTConfig(), client.Options{Scheme: Scheme()})
+	return err
+}
+
+// createSources creates the flux-system namespace, the GitRepository of the
+// Git server (branch main) and the HelmRepository of the Helm repository.
+func (e *Env) createSources(ctx context.Context) error {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: FluxNamespace}},
+		&sourcev1.GitRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: FluxNamespace, Name: GitRepositoryName},
+			Spec: sourcev1.GitRepositorySpec{URL: e.GitURL, Interval: metav1.Duration{Duration: time.Hour},
+				Reference: &sourcev1.GitRepositoryRef{Branch: "main"}},
+		},
+		&sourcev1.HelmRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: FluxNamespace, Name: HelmRepositoryName},
+			Spec:       sourcev1.HelmRepositorySpec{URL: e.HelmURL, Interval: metav1.Duration{Duration: time.Hour}},
+		},
+	}
+	for _, o := range objs {
+		if err := e.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// AddChart packages the chart directory and publishes it in the Helm repository.
+func (e *Env) AddChart(dir string) error { return e.helm.add(dir) }
+
+// Stop stops every component in the reverse order of starting and returns
+// all their errors.
+func (e *Env) Stop() error {
+	var errs []error
+	for i := len(e.stops) - 1; i >= 0; i-- {
+		errs = append(errs, e.stops[i]())
+	}
+	e.stops = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,130 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kraan-io/kraan-operator/internal/controller"
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+)
+
+// freePort returns a loopback port free at the time of the call.
+func freePort() (int, error) {
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startSourceController runs the real source-controller against the plane,
+// logging to <dir>.log, and returns the function that stops it.
+func startSourceController(bin, kubeconfig, storage string) (func() error, error) {
+	if err := os.MkdirAll(storage, 0o750); err != nil { // source-controller does not create it
+		return nil, err
+	}
+	var ports [3]int
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	log, err := os.Create(storage + ".log")
+	if err != nil {
+		return nil, err
+	}
+	storageAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	// Stop cancels ctx: SIGTERM to the process group, SIGKILL 10s later.
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--storage-path", storage, "--storage-addr", storageAddr, "--storage-adv-addr", storageAddr,
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--health-addr", fmt.Sprintf("127.0.0.1:%d", ports[2]),
+		"--watch-all-namespaces", "--enable-leader-election=false", "--log-level", "info")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig) // it has no --kubeconfig flag
+	// The kernel kills the child when the thread that forked it exits, so a
+	// demo killed with SIGKILL leaves nothing behind: start and wait on one
+	// locked thread, which lives exactly as long as the child.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	started, exited := make(chan error, 1), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	if err := <-started; err != nil {
+		cancel()
+		_ = log.Close()
+		return nil, fmt.Errorf("starting source-controller: %w", err)
+	}
+	return func() error {
+		cancel()
+		<-exited
+		return log.Close()
+	}, nil
+}
+
+// startOperator runs the operator's manager (every controller) in this
+// process, logging to <dir>/operator.log, and returns the function that stops it.
+func startOperator(cfg *rest.Config, dir string) (func() error, error) {
+	// client-go's default 20 QPS throttles a burst of server-side dry runs by
+	// seconds; Flux controllers run with 50 QPS, burst 300.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 50, 300
+	logFile, err := os.Create(filepath.Join(dir, "operator.log"))
+	if err != nil {
+		return nil, err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: testenv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		// Tests start several managers in one process; names are per manager here.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err == nil {
+		err = controller.SetupAll(mgr, controller.Options{
+			MaxConcurrentReconciles: 4,
+			ChartArtifactsDir:       filepath.Join(dir, "chart-artifacts"),
+			Layers: controller.LayerOptions{
+				DataPath: filepath.Join(dir, "data"), DefaultSourceNamespace: FluxNamespace,
+			},
+		})
+	}
+	if err != nil {
+		_ = logFile.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() error {
+		cancel()
+		err := <-done
+		return errors.Join(err, logFile.Close())
+	}, nil
+}
