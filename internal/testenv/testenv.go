@@ -108,3 +108,25 @@ func (e *Env) WriteKubeconfig(path string) error {
 	}
 	return os.WriteFile(path, data, 0o600)
 }
+
+// InstallCRDs installs the operator's CRDs and Flux's source CRDs (from
+// KRAAN_SOURCE_CRDS, which `make test` sets) into the cluster of cfg, such as
+// a local control plane, which the operator's controllers watch.
+func InstallCRDs(cfg *rest.Config) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	fluxCRDs := os.Getenv("KRAAN_SOURCE_CRDS")
+	if fluxCRDs == "" {
+		return errors.New("KRAAN_SOURCE_CRDS is not set: run the tests with `make test`, which collects Flux's source CRDs")
+	}
+	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join(root, "config", "crd", "bases"), fluxCRDs},
+		ErrorIfPathMissing: true,
+	})
+	if err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	return nil
+}

@@ -7,7 +7,6 @@ package habitat_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -45,7 +43,7 @@ func runSuite(m *testing.M) int {
 	defer func() { _ = plane.Stop() }()
 	cfg := plane.RESTConfig()
 	cfg.QPS, cfg.Burst = 50, 100 // as the operator's own default flags
-	if err := installCRDs(cfg); err != nil {
+	if err := testenv.InstallCRDs(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -64,27 +62,6 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "operator:", err)
 	}
 	return code
-}
-
-// installCRDs installs ours and Flux's source CRDs, which the other
-// controllers SetupAll starts watch.
-func installCRDs(cfg *rest.Config) error {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return err
-	}
-	fluxCRDs := os.Getenv("KRAAN_SOURCE_CRDS")
-	if fluxCRDs == "" {
-		return errors.New("KRAAN_SOURCE_CRDS is not set: run the tests with `make test`, which collects Flux's source CRDs")
-	}
-	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-		Paths:              []string{filepath.Join(root, "config", "crd", "bases"), fluxCRDs},
-		ErrorIfPathMissing: true,
-	})
-	if err != nil {
-		return fmt.Errorf("installing CRDs: %w", err)
-	}
-	return nil
 }
 
 // startOperator runs the operator's manager with the repository's
