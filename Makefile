@@ -71,6 +71,10 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and RBAC (confi
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
+.PHONY: docs
+docs: ## Regenerate docs/api-reference.md from the API's Go types.
+	$(GO) run ./hack/apidocs -out docs/api-reference.md api/v1alpha1 api/habitat/v1alpha1
+
 .PHONY: fmt
 fmt: ## Run gofmt on the operator's Go files.
 	gofmt -l -w $$(git ls-files '*.go' | grep -v '^hack/tools/')
@@ -84,11 +88,11 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (configuration in .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests bundle-check chart-check ## Fail when generated files (CRDs, RBAC, bundle, chart) are stale or gofmt would change a file.
-	@stale=$$(git status --porcelain -- api config/crd config/rbac); \
+verify: generate manifests docs bundle-check chart-check ## Fail when generated files (CRDs, RBAC, API reference, bundle, chart) are stale or gofmt would change a file.
+	@stale=$$(git status --porcelain -- api config/crd config/rbac docs/api-reference.md); \
 	if [ -n "$$stale" ]; then \
-		echo "Generated files are out of date; run 'make generate manifests' and commit:"; \
-		echo "$$stale"; git --no-pager diff --stat -- api config/crd config/rbac; exit 1; fi
+		echo "Generated files are out of date; run 'make generate manifests docs' and commit:"; \
+		echo "$$stale"; git --no-pager diff --stat -- api config/crd config/rbac docs/api-reference.md; exit 1; fi
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/tools/')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	@echo "verify: generated files and formatting are up to date"
