@@ -19,6 +19,10 @@ type Health struct {
 	Reason string
 	// Message says what the object waits for, when known.
 	Message string
+	// Failed is true when the object has failed and will not get ready by
+	// itself: kstatus Failed (a failed Job or Pod), or a HelmRelease Stalled at
+	// its current generation.
+	Failed bool
 }
 
 // HealthOf reads obj fresh and judges it: kraan.io HelmReleases are ready when
@@ -40,7 +44,8 @@ func (a *Applier) HealthOf(ctx context.Context, obj *unstructured.Unstructured) 
 	if err != nil {
 		return Health{}, fmt.Errorf("computing the status of %s: %w", Describe(obj), err)
 	}
-	return Health{Ready: res.Status == kstatus.CurrentStatus, Reason: res.Status.String(), Message: res.Message}, nil
+	return Health{Ready: res.Status == kstatus.CurrentStatus, Failed: res.Status == kstatus.FailedStatus,
+		Reason: res.Status.String(), Message: res.Message}, nil
 }
 
 func isHelmRelease(u *unstructured.Unstructured) bool {
@@ -55,15 +60,23 @@ func helmReleaseHealth(u *unstructured.Unstructured) Health {
 		return Health{Reason: kraanv1.ReasonProgressing, Message: fmt.Sprintf(
 			"generation %d not yet handled (observed %d)", u.GetGeneration(), observed)}
 	}
+	ready, found := conditionOf(u, kraanv1.ReadyCondition)
+	if !found {
+		return Health{Reason: kraanv1.ReasonProgressing, Message: "no Ready condition yet"}
+	}
+	stalled, _ := conditionOf(u, kraanv1.StalledCondition)
+	reason, _ := ready["reason"].(string)
+	msg, _ := ready["message"].(string)
+	return Health{Ready: ready["status"] == "True", Failed: stalled["status"] == "True", Reason: reason, Message: msg}
+}
+
+// conditionOf returns the status condition of type condType, if there is one.
+func conditionOf(u *unstructured.Unstructured, condType string) (map[string]any, bool) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] != kraanv1.ReadyCondition {
-			continue
+		if m, ok := c.(map[string]any); ok && m["type"] == condType {
+			return m, true
 		}
-		reason, _ := m["reason"].(string)
-		msg, _ := m["message"].(string)
-		return Health{Ready: m["status"] == "True", Reason: reason, Message: msg}
 	}
-	return Health{Reason: kraanv1.ReasonProgressing, Message: "no Ready condition yet"}
+	return nil, false
 }

@@ -93,7 +93,7 @@ func (r *AddonsLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	steps := []layerStep{
 		r.reconcileHold, r.reconcileSource, r.reconcileRender, r.reconcileHandover,
-		r.reconcilePrerequisites, r.reconcileApply, r.reconcileReadiness,
+		r.reconcilePrerequisites, r.reconcileApply, r.reconcileReadiness, r.reconcileLayerTests,
 	}
 	for _, step := range steps {
 		if h := step(ctx, sc); h != nil {

@@ -52,6 +52,8 @@ func TestAddonsLayerReconciler(t *testing.T) {
 	t.Run("an object owned by another layer fails naming both", e.testConflict)
 	t.Run("hold suspends HelmReleases and unhold resumes them", e.testHold)
 	t.Run("readiness timeout fails and recovers", e.testTimeout)
+	t.Run("layer tests run after the rest is ready, gate Deployed and run again for a new version", e.testLayerTestsGateDeployed)
+	t.Run("a failed layer test fails the layer with its output, a new revision runs it again", e.testLayerTestFailure)
 	t.Run("deletion prunes and removes the metrics", e.testDelete)
 }
 

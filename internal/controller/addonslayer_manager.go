@@ -11,6 +11,7 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -69,6 +70,8 @@ func setupAddonsLayer(mgr ctrl.Manager, opts Options) error {
 		WatchesMetadata(&appsv1.Deployment{}, owned).
 		WatchesMetadata(&appsv1.StatefulSet{}, owned).
 		WatchesMetadata(&appsv1.DaemonSet{}, owned).
+		// Layer tests are mostly Jobs: their completion moves the layer on.
+		WatchesMetadata(&batchv1.Job{}, owned).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	for _, src := range []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}} {
 		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(r.requestsForSourceChange))

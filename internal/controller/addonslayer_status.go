@@ -60,8 +60,10 @@ type layerScope struct {
 	revision string
 	root     string
 	dir      string
-	// reconcileRender: the objects of the layer, in apply order, and warnings.
+	// reconcileRender: the objects of the layer, in apply order, its tests
+	// (applied last, see reconcileLayerTests), and warnings.
 	objects  []*unstructured.Unstructured
+	tests    []*unstructured.Unstructured
 	warnings []string
 	// reconcileHandover: the inventory (desired ∪ released), and when the
 	// first released object is pruned.
@@ -81,6 +83,11 @@ func newLayerScope(obj *kraanv1.AddonsLayer, now time.Time) *layerScope {
 }
 
 func (sc *layerScope) resetPatchBase() { sc.patchBase = sc.layer.DeepCopy() }
+
+// defined is every object the layer's source defines: its objects, then its tests.
+func (sc *layerScope) defined() []*unstructured.Unstructured {
+	return append(append(make([]*unstructured.Unstructured, 0, len(sc.objects)+len(sc.tests)), sc.objects...), sc.tests...)
+}
 
 // halt ends a reconcile: the state to report and when to try again.
 type halt struct {
@@ -118,6 +125,9 @@ func stalledFailure(reason, message string) *halt {
 func deployed(sc *layerScope) *halt {
 	msg := fmt.Sprintf("AddonsLayer version %s is Deployed, revision %s, %d objects ready",
 		sc.layer.Spec.Version, sc.revision, len(sc.objects))
+	if len(sc.tests) > 0 {
+		msg += fmt.Sprintf(", %d layer tests passed", len(sc.tests))
+	}
 	requeue := sc.layer.Spec.Interval.Duration
 	if !sc.pruneAt.IsZero() {
 		msg += fmt.Sprintf("; released objects are pruned at %s unless another layer adopts them",

@@ -31,7 +31,8 @@ func (r *AddonsLayerReconciler) reconcileRender(_ context.Context, sc *layerScop
 		return stalledFailure(reasonRenderFailed, fmt.Sprintf("revision %s: %v", sc.revision, err))
 	}
 	manifest.SortForApply(res.Objects)
-	sc.objects, sc.warnings = res.Objects, res.Warnings
+	sc.objects, sc.tests = manifest.SplitLayerTests(res.Objects)
+	sc.warnings = res.Warnings
 	return nil
 }
 
@@ -42,11 +43,12 @@ func (r *AddonsLayerReconciler) reconcileRender(_ context.Context, sc *layerScop
 // go of what moved to another layer: otherwise an add-on moving to a layer its
 // old layer depends on would deadlock.
 func (r *AddonsLayerReconciler) reconcileHandover(ctx context.Context, sc *layerScope) *halt {
-	released, until, err := r.releaseAll(ctx, sc, sc.objects)
+	defined := sc.defined()
+	released, until, err := r.releaseAll(ctx, sc, defined)
 	if err != nil {
 		return failed(reasonHandoverFailed, err)
 	}
-	for _, obj := range sc.objects {
+	for _, obj := range defined {
 		adopted, err := r.Applier.Adopt(ctx, sc.layer.Name, obj)
 		if err != nil {
 			return failed(reasonHandoverFailed, err)
@@ -94,14 +96,16 @@ func (r *AddonsLayerReconciler) releaseAll(ctx context.Context, sc *layerScope, 
 	return pending, until, nil
 }
 
-// desiredInventory lists the layer's objects, keeping the status each had.
+// desiredInventory lists the layer's objects, then its tests, keeping the
+// status each had.
 func desiredInventory(sc *layerScope) []kraanv1.Resource {
 	previous := make(map[string]kraanv1.Resource, len(sc.layer.Status.Resources))
 	for _, res := range sc.layer.Status.Resources {
 		previous[apply.RefOfResource(res).Key()] = res
 	}
-	inv := make([]kraanv1.Resource, 0, len(sc.objects))
-	for _, obj := range sc.objects {
+	defined := sc.defined()
+	inv := make([]kraanv1.Resource, 0, len(defined))
+	for _, obj := range defined {
 		ref := apply.RefOf(obj)
 		res := kraanv1.Resource{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
 			Status: resourceNotDeployed, LastTransitionTime: metav1.NewTime(sc.now)}
@@ -118,19 +122,25 @@ func desiredInventory(sc *layerScope) []kraanv1.Resource {
 // about to release it.
 func (r *AddonsLayerReconciler) reconcileApply(ctx context.Context, sc *layerScope) *halt {
 	changed, err := r.Applier.Apply(ctx, sc.layer.Name, sc.objects)
-	var conflict *apply.OwnershipConflictError
-	switch {
-	case errors.As(err, &conflict):
-		return &halt{state: kraanv1.FailedState, reason: reasonOwnershipConflict,
-			message: "AddonsLayer failed, " + conflict.Error(), requeue: conflictRetry}
-	case err != nil:
-		return failed(reasonApplyFailed, err)
+	if err != nil {
+		return applyFailure(err)
 	}
 	sc.applyingSince = applyingSince(sc, changed > 0)
 	if changed > 0 {
 		ctrl.LoggerFrom(ctx).Info("Applied layer objects", "changed", changed, "revision", sc.revision, "took", time.Since(sc.now).String())
 	}
 	return nil
+}
+
+// applyFailure fails the layer for an apply error. An ownership conflict is
+// retried soon: the owning layer may be about to release the object.
+func applyFailure(err error) *halt {
+	var conflict *apply.OwnershipConflictError
+	if errors.As(err, &conflict) {
+		return &halt{state: kraanv1.FailedState, reason: reasonOwnershipConflict,
+			message: "AddonsLayer failed, " + conflict.Error(), requeue: conflictRetry}
+	}
+	return failed(reasonApplyFailed, err)
 }
 
 // applyingSince is when the wait for the objects' health began: now when this
@@ -163,13 +173,19 @@ func (r *AddonsLayerReconciler) reconcileReadiness(ctx context.Context, sc *laye
 	if first == "" {
 		return nil
 	}
+	return waitOrTimeout(sc, first)
+}
+
+// waitOrTimeout waits, polling, for what is described; past spec.timeout since
+// the layer started applying, the layer is Failed, and it keeps checking.
+func waitOrTimeout(sc *layerScope, waitingFor string) *halt {
 	if waited := sc.now.Sub(sc.applyingSince); waited > sc.layer.Spec.Timeout.Duration {
 		return &halt{state: kraanv1.FailedState, reason: reasonHealthCheckFailed, requeue: healthPollInterval,
 			message: fmt.Sprintf("AddonsLayer failed, not ready after %s (spec.timeout %s): %s",
-				waited.Round(time.Second), sc.layer.Spec.Timeout.Duration, first)}
+				waited.Round(time.Second), sc.layer.Spec.Timeout.Duration, waitingFor)}
 	}
 	return &halt{state: kraanv1.ApplyingState, reason: kraanv1.ReasonProgressing, requeue: healthPollInterval,
-		message: "AddonsLayer is being applied, " + first}
+		message: "AddonsLayer is being applied, " + waitingFor}
 }
 
 // setResourceStatus records h in an inventory entry: Deployed, or the reason.

@@ -1,0 +1,169 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kraan-io/kraan-operator/internal/manifest"
+)
+
+// outputTailLines is how many lines of a failed test's output a layer's
+// message carries: enough to see the failure, short enough for a condition.
+const outputTailLines = 10
+
+var (
+	jobGroupKind = batchv1.SchemeGroupVersion.WithKind("Job").GroupKind()
+	podGroupKind = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
+)
+
+// PrepareTestRun makes way for a run of a layer test. obj carries the run
+// (manifest.StampLayerTestRun). When the live object belongs to another run it
+// is deleted, so that applying obj creates it afresh and the test runs again:
+// a Job or Pod cannot be restarted in place. It reports whether obj can be
+// applied now; false means the previous run's object is still going away.
+func (a *Applier) PrepareTestRun(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
+	live, err := a.get(ctx, obj)
+	if err != nil || live == nil {
+		return err == nil, err
+	}
+	if live.GetDeletionTimestamp() != nil {
+		return false, nil
+	}
+	run := obj.GetAnnotations()[manifest.LayerTestRunAnnotation]
+	if live.GetAnnotations()[manifest.LayerTestRunAnnotation] == run {
+		return true, nil
+	}
+	// Background: a Job's old pods are told apart from the new run's by their
+	// controller-uid label, and foreground deletion would need the garbage
+	// collector to finish before the test could start again.
+	if err := client.IgnoreNotFound(a.client.Delete(ctx, live, client.PropagationPolicy("Background"))); err != nil {
+		return false, fmt.Errorf("deleting the previous run of test %s: %w", Describe(obj), err)
+	}
+	return false, nil
+}
+
+// TestHealthOf judges a layer test: like HealthOf, except that a Pod must
+// have succeeded (kstatus counts a pod that ran to completion as current,
+// whatever its exit code).
+func (a *Applier) TestHealthOf(ctx context.Context, obj *unstructured.Unstructured) (Health, error) {
+	h, err := a.HealthOf(ctx, obj)
+	if err != nil || !h.Ready || obj.GroupVersionKind().GroupKind() != podGroupKind {
+		return h, err
+	}
+	live, err := a.get(ctx, obj)
+	if err != nil || live == nil {
+		return Health{Reason: "NotFound", Message: "it does not exist"}, err
+	}
+	phase, _, _ := unstructured.NestedString(live.Object, "status", "phase")
+	switch corev1.PodPhase(phase) {
+	case corev1.PodSucceeded:
+		return h, nil
+	case corev1.PodFailed:
+		return Health{Failed: true, Reason: "Failed", Message: "the test pod failed"}, nil
+	}
+	return Health{Reason: "InProgress", Message: "the test pod is " + phase}, nil
+}
+
+// TestOutput describes how a failed layer test ended: a Job's failure
+// condition, a Pod's phase, and the tail of the termination messages of their
+// containers. The kubelet fills a termination message with the tail of the
+// container's log when the container sets terminationMessagePolicy:
+// FallbackToLogsOnError, so that is where a test's output comes from.
+func (a *Applier) TestOutput(ctx context.Context, obj *unstructured.Unstructured) (string, error) {
+	live, err := a.get(ctx, obj)
+	if err != nil || live == nil {
+		return "", err
+	}
+	switch live.GroupVersionKind().GroupKind() {
+	case jobGroupKind:
+		return a.jobOutput(ctx, live)
+	case podGroupKind:
+		pod := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, pod); err != nil {
+			return "", fmt.Errorf("reading %s: %w", Describe(obj), err)
+		}
+		return joinOutput(podSummary(pod), podOutput(pod)), nil
+	}
+	return "", nil
+}
+
+func (a *Applier) jobOutput(ctx context.Context, live *unstructured.Unstructured) (string, error) {
+	job := &batchv1.Job{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, job); err != nil {
+		return "", fmt.Errorf("reading %s: %w", Describe(live), err)
+	}
+	var summary string
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			summary = fmt.Sprintf("Job failed: %s: %s", c.Reason, c.Message)
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := a.client.List(ctx, pods, client.InNamespace(job.Namespace),
+		client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
+		return "", fmt.Errorf("listing the pods of %s: %w", Describe(live), err)
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	var output []string
+	for i := range pods.Items {
+		output = append(output, podOutput(&pods.Items[i])...)
+	}
+	return joinOutput(summary, output), nil
+}
+
+// podSummary is a finished pod's phase, with its reason and message if any.
+func podSummary(pod *corev1.Pod) string {
+	s := "Pod " + string(pod.Status.Phase)
+	if pod.Status.Reason != "" {
+		s += ": " + pod.Status.Reason
+	}
+	if pod.Status.Message != "" {
+		s += ": " + pod.Status.Message
+	}
+	return s
+}
+
+// podOutput lists, per terminated container, its exit code and the last lines
+// of its termination message.
+func podOutput(pod *corev1.Pod) []string {
+	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	var out []string
+	for _, cs := range statuses {
+		term := cs.State.Terminated
+		if term == nil {
+			continue
+		}
+		line := fmt.Sprintf("container %s/%s exited %d", pod.Name, cs.Name, term.ExitCode)
+		if msg := strings.TrimSpace(term.Message); msg != "" {
+			line += ":\n" + tailLines(msg, outputTailLines)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func joinOutput(summary string, output []string) string {
+	if len(output) == 0 {
+		output = []string{"no output recorded (set terminationMessagePolicy: FallbackToLogsOnError on the test's containers to see the tail of their logs here)"}
+	}
+	if summary != "" {
+		output = append([]string{summary}, output...)
+	}
+	return strings.Join(output, "; ")
+}
