@@ -1,9 +1,10 @@
 // Command demo is `make demo`: it starts a local control plane with Flux
 // source-controller, a Git server, a Helm repository and the operator, deploys
-// the four layers of examples/layers from Git, shows them rolling out live,
-// commits version 0.2.0 (which moves a release from one layer to another and
-// changes a value), shows that rollout, then leaves everything running until
-// Ctrl-C. With --non-interactive it exits after the second rollout, with
+// the four layers of examples/layers from Git (HelmReleases, and a Habitat in
+// the apps layer), shows them rolling out live, commits version 0.2.0 (which
+// moves a release from one layer to another and changes a value), shows that
+// rollout, checks the Habitat's supervisors run, then leaves everything
+// running until Ctrl-C. With --non-interactive it exits after that, with
 // status 0 only if everything reached Deployed and Ready.
 package main
 
@@ -79,13 +80,16 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 	if err := d.publishCharts(); err != nil {
 		return err
 	}
-	if err := d.rollout(ctx, "0.1.0", "the four layers of examples/layers"); err != nil {
+	if err := d.rollout(ctx, "0.1.0", "the four layers of examples/layers, apps with a Habitat"); err != nil {
 		return err
 	}
 	if err := d.rollout(ctx, "0.2.0", "0.2.0 moves the release monitoring/logging from mgmt to base and changes its message"); err != nil {
 		return err
 	}
 	if err := d.checkHandOver(ctx); err != nil {
+		return err
+	}
+	if err := d.checkHabitats(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "The demo took %s from start to here.\n", roundDuration(time.Since(start)))
@@ -131,9 +135,10 @@ func printUsage(out io.Writer, e *env.Env) {
 The environment is running. In another terminal:
 
   export KUBECONFIG=%s
-  %s get al,khr -A
+  %s get kraan -A
+  %s get statefulsets,pods -n apps
   %s get gitrepositories -n %s
 
 The Git repository is served at %s and the Helm repository at %s.
-`, e.Kubeconfig, kubectl, kubectl, env.FluxNamespace, e.GitURL, e.HelmURL)
+`, e.Kubeconfig, kubectl, kubectl, kubectl, env.FluxNamespace, e.GitURL, e.HelmURL)
 }

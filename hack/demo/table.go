@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
@@ -27,7 +28,7 @@ var layerOrder = []string{"bootstrap", "base", "mgmt", "apps"}
 // refresh is how often the table is redrawn.
 const refresh = 250 * time.Millisecond
 
-// watcher polls the layers and releases and redraws the table.
+// watcher polls the layers, releases and Habitats and redraws the table.
 type watcher struct {
 	c             client.Client
 	out           io.Writer
@@ -107,13 +108,22 @@ type releaseRow struct {
 	done                        bool
 }
 
+// habitatRow is one Habitat: its Ready condition and supervisors.
+type habitatRow struct {
+	name, ready, supervisors, message string
+	done                              bool
+}
+
 type snapshot struct {
 	layers   []layerRow
 	releases []releaseRow
+	habitats []habitatRow
 }
 
 // done: every layer Deployed at the wanted version and revision, every
-// release Ready for its current generation.
+// release Ready for its current generation, and every Habitat Ready with all
+// its supervisors running. The layers are listed first, so once they are
+// done every Habitat they apply is in the list.
 func (s snapshot) done() bool {
 	if len(s.layers) != len(layerOrder) || len(s.releases) == 0 {
 		return false
@@ -128,10 +138,15 @@ func (s snapshot) done() bool {
 			return false
 		}
 	}
+	for _, h := range s.habitats {
+		if !h.done {
+			return false
+		}
+	}
 	return true
 }
 
-// snapshot reads the layers and releases.
+// snapshot reads the layers, releases and Habitats.
 func (w *watcher) snapshot(ctx context.Context) (snapshot, error) {
 	var layers kraanv1.AddonsLayerList
 	if err := w.c.List(ctx, &layers); err != nil {
@@ -139,6 +154,10 @@ func (w *watcher) snapshot(ctx context.Context) (snapshot, error) {
 	}
 	var releases kraanv1.HelmReleaseList
 	if err := w.c.List(ctx, &releases); err != nil {
+		return snapshot{}, err
+	}
+	var habitats habitatv1.HabitatList
+	if err := w.c.List(ctx, &habitats); err != nil {
 		return snapshot{}, err
 	}
 	var s snapshot
@@ -150,6 +169,10 @@ func (w *watcher) snapshot(ctx context.Context) (snapshot, error) {
 		s.releases = append(s.releases, releaseRowOf(&releases.Items[i]))
 	}
 	sort.Slice(s.releases, func(i, j int) bool { return s.releases[i].name < s.releases[j].name })
+	for i := range habitats.Items {
+		s.habitats = append(s.habitats, habitatRowOf(&habitats.Items[i]))
+	}
+	sort.Slice(s.habitats, func(i, j int) bool { return s.habitats[i].name < s.habitats[j].name })
 	return s, nil
 }
 
@@ -175,6 +198,22 @@ func releaseRowOf(hr *kraanv1.HelmRelease) releaseRow {
 	if c := apimeta.FindStatusCondition(hr.Status.Conditions, kraanv1.ReadyCondition); c != nil {
 		r.ready = string(c.Status)
 		r.done = c.Status == metav1.ConditionTrue && c.ObservedGeneration == hr.Generation
+	}
+	return r
+}
+
+// habitatRowOf describes a Habitat: done when Ready for its current
+// generation (its release is deployed) and every supervisor of its
+// StatefulSet is ready and in the peer list.
+func habitatRowOf(h *habitatv1.Habitat) habitatRow {
+	count := h.Spec.Count
+	r := habitatRow{name: h.Namespace + "/" + h.Name, ready: "Unknown", message: readyMessage(h.Status.Conditions),
+		supervisors: fmt.Sprintf("%d/%d", h.Status.ReadyReplicas, count)}
+	if c := apimeta.FindStatusCondition(h.Status.Conditions, kraanv1.ReadyCondition); c != nil {
+		r.ready = string(c.Status)
+		r.done = c.Status == metav1.ConditionTrue && c.ObservedGeneration == h.Generation &&
+			h.Status.ObservedGeneration == h.Generation &&
+			h.Status.ReadyReplicas == count && len(h.Status.Peers) == int(count)
 	}
 	return r
 }
@@ -212,7 +251,7 @@ func (w *watcher) draw(s snapshot) {
 	w.lastLines = strings.Count(text, "\n")
 }
 
-// render formats the two tables.
+// render formats the tables: layers, releases and, when there are any, Habitats.
 func render(s snapshot) string {
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -226,6 +265,16 @@ func render(s snapshot) string {
 	fmt.Fprintln(tw, "RELEASE\tCHART\tREADY\tMESSAGE")
 	for _, r := range s.releases {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.name, r.chart, r.ready, r.message)
+	}
+	_ = tw.Flush()
+	if len(s.habitats) == 0 {
+		return b.String()
+	}
+	b.WriteString("\n")
+	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HABITAT\tSUPERVISORS\tREADY\tMESSAGE")
+	for _, h := range s.habitats {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", h.name, h.supervisors, h.ready, h.message)
 	}
 	_ = tw.Flush()
 	return b.String()

@@ -30,9 +30,15 @@ func buildDemo(t *testing.T, root string) string {
 // workDir is the demo's temporary directory, from its first line.
 var workDir = regexp.MustCompile(`working directory (\S+)`)
 
+// habitatRunning is the demo's line for the apps layer's Habitat once its
+// release is deployed, both supervisors of its StatefulSet run on the local
+// plane's kwok node and the peer list holds their two IPs.
+var habitatRunning = regexp.MustCompile(`Habitat apps/sessions is Ready: StatefulSet 2/2, supervisors Running on kwok-node-0, peer list [0-9.]+, [0-9.]+\.`)
+
 // TestDemo_ReachesDeployedTwice runs the demo non-interactively twice in a
-// row: the second run proves the first left nothing running that gets in the
-// way (ports, processes, files).
+// row: every layer Deployed, every release Ready and the Habitat's
+// supervisors running, both times. The second run proves the first left
+// nothing running that gets in the way (ports, processes, files).
 func TestDemo_ReachesDeployedTwice(t *testing.T) {
 	if _, err := env.OptionsFromEnv(""); err != nil {
 		t.Fatalf("%v", err) // fail, never skip: `make test` sets them
@@ -54,6 +60,10 @@ func TestDemo_ReachesDeployedTwice(t *testing.T) {
 			if !strings.Contains(out, want) {
 				t.Fatalf("run %d: output lacks %q:\n%s", run, want, out)
 			}
+		}
+		if !habitatRunning.MatchString(out) {
+			t.Fatalf("run %d: output does not show the apps layer's Habitat Ready with its supervisors Running on kwok (%s):\n%s",
+				run, habitatRunning, out)
 		}
 		m := workDir.FindStringSubmatch(out)
 		if m == nil {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/test/localplane"
@@ -76,11 +77,13 @@ func OptionsFromEnv(dir string) (Options, error) {
 	return o, errors.Join(missing...)
 }
 
-// Scheme is the scheme of Env.Client: Kubernetes, kraan.io and Flux source types.
+// Scheme is the scheme of Env.Client: Kubernetes, kraan.io, habitat.kraan.io
+// and Flux source types.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(kraanv1.AddToScheme(s))
+	utilruntime.Must(habitatv1.AddToScheme(s))
 	utilruntime.Must(sourcev1.AddToScheme(s))
 	return s
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kraan-io/kraan-operator/internal/controller"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
 // freePort returns a loopback port free at the time of the call.
@@ -89,9 +90,13 @@ func startSourceController(bin, kubeconfig, storage string) (func() error, error
 	}, nil
 }
 
-// startOperator runs the operator's manager (every controller) in this
-// process, logging to <dir>/operator.log, and returns the function that stops it.
+// startOperator runs the operator's manager (every controller, the
+// chart-backed ones included) in this process, logging to <dir>/operator.log, and returns the function that stops it.
 func startOperator(cfg *rest.Config, dir string) (func() error, error) {
+	opts, err := operatorOptions(dir)
+	if err != nil {
+		return nil, err
+	}
 	// client-go's default 20 QPS throttles a burst of server-side dry runs by
 	// seconds; Flux controllers run with 50 QPS, burst 300.
 	cfg = rest.CopyConfig(cfg)
@@ -107,13 +112,7 @@ func startOperator(cfg *rest.Config, dir string) (func() error, error) {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err == nil {
-		err = controller.SetupAll(mgr, controller.Options{
-			MaxConcurrentReconciles: 4,
-			ChartArtifactsDir:       filepath.Join(dir, "chart-artifacts"),
-			Layers: controller.LayerOptions{
-				DataPath: filepath.Join(dir, "data"), DefaultSourceNamespace: FluxNamespace,
-			},
-		})
+		err = controller.SetupAll(mgr, opts)
 	}
 	if err != nil {
 		_ = logFile.Close()
@@ -126,5 +125,27 @@ func startOperator(cfg *rest.Config, dir string) (func() error, error) {
 		cancel()
 		err := <-done
 		return errors.Join(err, logFile.Close())
+	}, nil
+}
+
+// operatorOptions are the controllers' settings as cmd/main.go makes them,
+// with the chart-backed kinds of the repository's watches.yaml: without them
+// only the Go half of Habitat would run and no Habitat would be deployed.
+func operatorOptions(dir string) (controller.Options, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return controller.Options{}, err
+	}
+	chartKinds, err := watches.Load(filepath.Join(root, "watches.yaml"))
+	if err != nil {
+		return controller.Options{}, err
+	}
+	return controller.Options{
+		MaxConcurrentReconciles: 4,
+		ChartArtifactsDir:       filepath.Join(dir, "chart-artifacts"),
+		Layers: controller.LayerOptions{
+			DataPath: filepath.Join(dir, "data"), DefaultSourceNamespace: FluxNamespace,
+		},
+		Watches: chartKinds,
 	}, nil
 }
