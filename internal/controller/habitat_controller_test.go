@@ -258,5 +258,5 @@ func TestHabitatExamples_AcceptedByTheAPIServer(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred(), "%s: %s", file, obj.GetName())
 		}
 	}
-	g.Expect(habitats).To(Equal(8))
+	g.Expect(habitats).To(Equal(10))
 }
