@@ -96,12 +96,17 @@ func (r *ChartReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 
 // chartResult decides the requeue. A spec the overrides cannot apply to
 // fails the same way until it changes, and its update brings the object
-// back, so it is not retried; engine errors back off.
+// back, so it is not retried; engine errors back off (controller-runtime
+// ignores, and warns about, a period returned with an error); a success
+// waits for the watch's reconcilePeriod.
 func chartResult(sc *chartScope, period time.Duration) (ctrl.Result, error) {
-	if waitsForNewSpec(sc) {
+	switch {
+	case waitsForNewSpec(sc):
 		return ctrl.Result{}, nil
+	case sc.runErr != nil:
+		return ctrl.Result{}, sc.runErr
 	}
-	return ctrl.Result{RequeueAfter: period}, sc.runErr
+	return ctrl.Result{RequeueAfter: period}, nil
 }
 
 // reconcileRelease turns the spec into values and runs the release.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,13 +29,19 @@ import (
 
 // startChartEnv starts an API server with the Gadget CRD and a manager
 // running the chart reconcilers of testdata/watches.yaml — a kind with no Go
-// code at all. It returns a client; everything stops when t ends.
-func startChartEnv(t *testing.T) client.Client {
+// code at all — each entry changed by edits. It returns a client; everything
+// stops when t ends.
+func startChartEnv(t *testing.T, edits ...func(*watches.Watch)) client.Client {
 	t.Helper()
 	g := NewWithT(t)
 	t.Setenv("GADGET_EXTRA", "from-the-environment")
 	list, err := watches.Load(filepath.Join("testdata", "watches.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
+	for i := range list {
+		for _, edit := range edits {
+			edit(&list[i])
+		}
+	}
 	env, err := testenv.Start()
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })
@@ -220,4 +228,67 @@ func TestChartReconciler_ReleaseFailure_ReportedThenRecovered(t *testing.T) {
 	updateGadget(g, c, gadget, false, "spec", "fail")
 	g.Eventually(conditionOf(c, gadget, ChartReady), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
 	g.Expect(conditionOf(c, gadget, ChartReleaseFailed)(g)).To(Equal("False/ReleaseSucceeded"))
+}
+
+func TestChartReconciler_Selector_ReconcilesOnlyMatchingObjects(t *testing.T) {
+	g := NewWithT(t)
+	c := startChartEnv(t, func(w *watches.Watch) {
+		w.LabelSelector = labels.SelectorFromSet(labels.Set{"shard": "a"})
+	})
+	ctx := context.Background()
+	createNamespace(t, c, "shards")
+	other := newGadget("shards", "other", map[string]any{"message": "b"}, nil)
+	other.SetLabels(map[string]string{"shard": "b"})
+	mine := newGadget("shards", "mine", map[string]any{"message": "a"}, nil)
+	mine.SetLabels(map[string]string{"shard": "a"})
+	g.Expect(c.Create(ctx, other)).To(Succeed())
+	g.Expect(c.Create(ctx, mine)).To(Succeed())
+
+	// The matching object is released; the other, created first, stays as
+	// it was: no finalizer, no status, no release.
+	g.Eventually(conditionOf(c, mine, ChartReady), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
+	g.Consistently(func(g Gomega) {
+		got := other.DeepCopy()
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(other), got)).To(Succeed())
+		g.Expect(got.GetFinalizers()).To(BeEmpty())
+		g.Expect(got.Object).NotTo(HaveKey("status"))
+		err := c.Get(ctx, types.NamespacedName{Namespace: "shards", Name: "other-config"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the unselected Gadget was released")
+	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
+
+	// Labelling it into the selection releases it.
+	g.Eventually(func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil {
+			return err
+		}
+		other.SetLabels(map[string]string{"shard": "a"})
+		return c.Update(ctx, other)
+	}, 30*time.Second).Should(Succeed())
+	g.Eventually(conditionOf(c, other, ChartReady), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
+}
+
+func TestChartResult(t *testing.T) {
+	failed := errors.New("install failed")
+	tests := []struct {
+		name    string
+		scope   chartScope
+		want    ctrl.Result
+		wantErr error
+	}{
+		{name: "success waits for the reconcile period", want: ctrl.Result{RequeueAfter: time.Minute}},
+		{name: "engine error backs off without a period", scope: chartScope{runErr: failed}, wantErr: failed},
+		{name: "values error waits for a new spec", scope: chartScope{valuesErr: failed, runErr: failed}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := chartResult(&tt.scope, time.Minute)
+			g.Expect(got).To(Equal(tt.want))
+			if tt.wantErr == nil {
+				g.Expect(err).NotTo(HaveOccurred())
+			} else {
+				g.Expect(err).To(MatchError(tt.wantErr))
+			}
+		})
+	}
 }
