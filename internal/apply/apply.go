@@ -10,8 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 )
 
@@ -59,14 +61,25 @@ func (e *OwnershipConflictError) Error() string {
 type Applier struct {
 	client  client.Client
 	manager *ssa.ResourceManager
+	// readyKinds are judged by their Ready condition at their generation.
+	readyKinds map[schema.GroupKind]bool
 }
 
-// NewApplier returns an Applier using c for reads and writes.
-func NewApplier(c client.Client) *Applier {
+// NewApplier returns an Applier using c for reads and writes. Objects of
+// readyKinds, and kraan.io HelmReleases, are healthy only when their Ready
+// condition is True for their current generation: kinds the operator itself
+// reconciles (the chart-backed kinds of watches.yaml), which kstatus would
+// call healthy before the operator wrote any status.
+func NewApplier(c client.Client, readyKinds ...schema.GroupKind) *Applier {
 	poller := polling.NewStatusPoller(c, c.RESTMapper(), polling.Options{})
+	kinds := map[schema.GroupKind]bool{kraanv1.GroupVersion.WithKind("HelmRelease").GroupKind(): true}
+	for _, gk := range readyKinds {
+		kinds[gk] = true
+	}
 	return &Applier{
-		client:  c,
-		manager: ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldManager, Group: "kraan.io"}),
+		client:     c,
+		manager:    ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldManager, Group: "kraan.io"}),
+		readyKinds: kinds,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -25,10 +26,11 @@ type Health struct {
 	Failed bool
 }
 
-// HealthOf reads obj fresh and judges it: kraan.io HelmReleases are ready when
-// their Ready condition is True for their current generation (a Ready written
-// before the last spec change does not count: Kraan's premature Deployed);
-// everything else by kstatus.
+// HealthOf reads obj fresh and judges it: kraan.io HelmReleases and the other
+// kinds the operator reconciles (see NewApplier) are ready when their Ready
+// condition is True for their current generation (a Ready written before the
+// last spec change does not count: Kraan's premature Deployed); everything
+// else by kstatus.
 func (a *Applier) HealthOf(ctx context.Context, obj *unstructured.Unstructured) (Health, error) {
 	live, err := a.get(ctx, obj)
 	if err != nil {
@@ -37,8 +39,8 @@ func (a *Applier) HealthOf(ctx context.Context, obj *unstructured.Unstructured) 
 	if live == nil {
 		return Health{Reason: "NotFound", Message: "it does not exist"}, nil
 	}
-	if isHelmRelease(live) {
-		return helmReleaseHealth(live), nil
+	if a.readyKinds[live.GroupVersionKind().GroupKind()] {
+		return readyConditionHealth(live), nil
 	}
 	res, err := kstatus.Compute(live)
 	if err != nil {
@@ -48,13 +50,10 @@ func (a *Applier) HealthOf(ctx context.Context, obj *unstructured.Unstructured) 
 		Reason: res.Status.String(), Message: res.Message}, nil
 }
 
-func isHelmRelease(u *unstructured.Unstructured) bool {
-	gvk := u.GroupVersionKind()
-	return gvk.Group == kraanv1.GroupVersion.Group && gvk.Kind == "HelmRelease"
-}
-
-// helmReleaseHealth applies the kstatus rule for kinds with a Ready condition.
-func helmReleaseHealth(u *unstructured.Unstructured) Health {
+// readyConditionHealth applies the kstatus rule for kinds with a Ready
+// condition, without kstatus's benefit of the doubt for an object that has no
+// status yet.
+func readyConditionHealth(u *unstructured.Unstructured) Health {
 	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 	if observed != u.GetGeneration() {
 		return Health{Reason: kraanv1.ReasonProgressing, Message: fmt.Sprintf(
@@ -67,7 +66,12 @@ func helmReleaseHealth(u *unstructured.Unstructured) Health {
 	stalled, _ := conditionOf(u, kraanv1.StalledCondition)
 	reason, _ := ready["reason"].(string)
 	msg, _ := ready["message"].(string)
-	return Health{Ready: ready["status"] == "True", Failed: stalled["status"] == "True", Reason: reason, Message: msg}
+	return Health{Ready: isTrue(ready), Failed: isTrue(stalled), Reason: reason, Message: msg}
+}
+
+// isTrue reports whether a condition read by conditionOf has status True.
+func isTrue(condition map[string]any) bool {
+	return condition["status"] == string(metav1.ConditionTrue)
 }
 
 // conditionOf returns the status condition of type condType, if there is one.

@@ -50,31 +50,57 @@ func (a *Applier) PrepareTestRun(ctx context.Context, obj *unstructured.Unstruct
 	return false, nil
 }
 
-// TestHealthOf judges a layer test: like HealthOf, except that a Pod must
-// have succeeded (kstatus counts a pod that ran to completion as current,
-// whatever its exit code).
+// TestHealthOf judges a layer test: like HealthOf, except that a Job or a Pod
+// passes only once it has run to success. kstatus calls a started Job and a
+// pod that ran to completion, whatever its exit code, "current": right for a
+// workload, wrong for a test.
 func (a *Applier) TestHealthOf(ctx context.Context, obj *unstructured.Unstructured) (Health, error) {
-	h, err := a.HealthOf(ctx, obj)
-	if err != nil || !h.Ready || obj.GroupVersionKind().GroupKind() != podGroupKind {
-		return h, err
+	gk := obj.GroupVersionKind().GroupKind()
+	if gk != jobGroupKind && gk != podGroupKind {
+		return a.HealthOf(ctx, obj)
 	}
 	live, err := a.get(ctx, obj)
 	if err != nil || live == nil {
 		return Health{Reason: "NotFound", Message: "it does not exist"}, err
 	}
+	if gk == podGroupKind {
+		return testPodHealth(live), nil
+	}
+	return testJobHealth(live), nil
+}
+
+func testPodHealth(live *unstructured.Unstructured) Health {
 	phase, _, _ := unstructured.NestedString(live.Object, "status", "phase")
 	switch corev1.PodPhase(phase) {
 	case corev1.PodSucceeded:
-		return h, nil
+		return Health{Ready: true, Reason: "Succeeded", Message: "the test pod succeeded"}
 	case corev1.PodFailed:
-		return Health{Failed: true, Reason: "Failed", Message: "the test pod failed"}, nil
+		return Health{Failed: true, Reason: "Failed", Message: "the test pod failed"}
 	}
-	return Health{Reason: "InProgress", Message: "the test pod is " + phase}, nil
+	return Health{Reason: "InProgress", Message: "the test pod is " + strings.ToLower(phase)}
 }
 
-// TestOutput describes how a failed layer test ended: a Job's failure
-// condition, a Pod's phase, and the tail of the termination messages of their
-// containers. The kubelet fills a termination message with the tail of the
+func testJobHealth(live *unstructured.Unstructured) Health {
+	for _, condType := range []string{string(batchv1.JobFailed), string(batchv1.JobComplete)} {
+		c, _ := conditionOf(live, condType)
+		if !isTrue(c) {
+			continue
+		}
+		reason, _ := c["reason"].(string)
+		msg, _ := c["message"].(string)
+		return Health{Ready: condType == string(batchv1.JobComplete), Failed: condType == string(batchv1.JobFailed),
+			Reason: condType, Message: strings.TrimPrefix(reason+": "+msg, ": ")}
+	}
+	active, _, _ := unstructured.NestedInt64(live.Object, "status", "active")
+	succeeded, _, _ := unstructured.NestedInt64(live.Object, "status", "succeeded")
+	failed, _, _ := unstructured.NestedInt64(live.Object, "status", "failed")
+	return Health{Reason: "InProgress", Message: fmt.Sprintf("the test Job is running: %d active, %d succeeded, %d failed",
+		active, succeeded, failed)}
+}
+
+// TestOutput is the output of a failed layer test (a Job's pods, or a Pod):
+// the exit code and the tail of the termination message of each container
+// that ended. The kubelet fills a termination message with the tail of the
 // container's log when the container sets terminationMessagePolicy:
 // FallbackToLogsOnError, so that is where a test's output comes from.
 func (a *Applier) TestOutput(ctx context.Context, obj *unstructured.Unstructured) (string, error) {
@@ -90,7 +116,7 @@ func (a *Applier) TestOutput(ctx context.Context, obj *unstructured.Unstructured
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, pod); err != nil {
 			return "", fmt.Errorf("reading %s: %w", Describe(obj), err)
 		}
-		return joinOutput(podSummary(pod), podOutput(pod)), nil
+		return joinOutput(podOutput(pod)), nil
 	}
 	return "", nil
 }
@@ -99,12 +125,6 @@ func (a *Applier) jobOutput(ctx context.Context, live *unstructured.Unstructured
 	job := &batchv1.Job{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, job); err != nil {
 		return "", fmt.Errorf("reading %s: %w", Describe(live), err)
-	}
-	var summary string
-	for _, c := range job.Status.Conditions {
-		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-			summary = fmt.Sprintf("Job failed: %s: %s", c.Reason, c.Message)
-		}
 	}
 	pods := &corev1.PodList{}
 	if err := a.client.List(ctx, pods, client.InNamespace(job.Namespace),
@@ -116,19 +136,7 @@ func (a *Applier) jobOutput(ctx context.Context, live *unstructured.Unstructured
 	for i := range pods.Items {
 		output = append(output, podOutput(&pods.Items[i])...)
 	}
-	return joinOutput(summary, output), nil
-}
-
-// podSummary is a finished pod's phase, with its reason and message if any.
-func podSummary(pod *corev1.Pod) string {
-	s := "Pod " + string(pod.Status.Phase)
-	if pod.Status.Reason != "" {
-		s += ": " + pod.Status.Reason
-	}
-	if pod.Status.Message != "" {
-		s += ": " + pod.Status.Message
-	}
-	return s
+	return joinOutput(output), nil
 }
 
 // podOutput lists, per terminated container, its exit code and the last lines
@@ -158,12 +166,9 @@ func tailLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func joinOutput(summary string, output []string) string {
+func joinOutput(output []string) string {
 	if len(output) == 0 {
-		output = []string{"no output recorded (set terminationMessagePolicy: FallbackToLogsOnError on the test's containers to see the tail of their logs here)"}
-	}
-	if summary != "" {
-		output = append([]string{summary}, output...)
+		return "no output recorded (set terminationMessagePolicy: FallbackToLogsOnError on the test's containers to see the tail of their logs here)"
 	}
 	return strings.Join(output, "; ")
 }

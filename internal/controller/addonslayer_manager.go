@@ -12,6 +12,8 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -26,6 +28,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/apply"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 	"github.com/kraan-io/kraan-operator/internal/source"
+	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
 // Field indexes on AddonsLayers, so mappers compute requests without listing
@@ -48,7 +51,7 @@ func SetupAddonsLayer(mgr ctrl.Manager, opts Options) error { return setupAddons
 // setupAddonsLayer builds the reconciler from mgr and opts and registers it
 // with its indexes and watches.
 func setupAddonsLayer(mgr ctrl.Manager, opts Options) error {
-	r, err := newAddonsLayerReconciler(mgr, opts.Layers)
+	r, err := newAddonsLayerReconciler(mgr, opts.Layers, chartBackedKinds(opts.Watches))
 	if err != nil {
 		return err
 	}
@@ -76,11 +79,27 @@ func setupAddonsLayer(mgr ctrl.Manager, opts Options) error {
 	for _, src := range []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}} {
 		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(r.requestsForSourceChange))
 	}
+	// A chart-backed object turning Ready moves its layer on, like a HelmRelease.
+	for _, w := range opts.Watches {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(schema.GroupVersionKind{Group: w.Group, Version: w.Version, Kind: w.Kind})
+		b = b.WatchesMetadata(obj, owned)
+	}
 	return b.Complete(r)
 }
 
 // newAddonsLayerReconciler wires the reconciler's collaborators.
-func newAddonsLayerReconciler(mgr ctrl.Manager, opts LayerOptions) (*AddonsLayerReconciler, error) {
+// chartBackedKinds are the kinds of watches.yaml: a layer waits for their
+// Ready condition, which the chart-backed reconciler writes.
+func chartBackedKinds(ws []watches.Watch) []schema.GroupKind {
+	kinds := make([]schema.GroupKind, 0, len(ws))
+	for _, w := range ws {
+		kinds = append(kinds, schema.GroupKind{Group: w.Group, Kind: w.Kind})
+	}
+	return kinds
+}
+
+func newAddonsLayerReconciler(mgr ctrl.Manager, opts LayerOptions, readyKinds []schema.GroupKind) (*AddonsLayerReconciler, error) {
 	if !mgr.GetScheme().Recognizes(sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind)) {
 		return nil, errors.New("the manager's scheme lacks Flux source.toolkit.fluxcd.io/v1: add sourcev1.AddToScheme")
 	}
@@ -104,7 +123,7 @@ func newAddonsLayerReconciler(mgr ctrl.Manager, opts LayerOptions) (*AddonsLayer
 		return nil, err
 	}
 	return &AddonsLayerReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: apply.NewApplier(mgr.GetClient()),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: apply.NewApplier(mgr.GetClient(), readyKinds...),
 		Store: store, Discovery: disco, Recorder: mgr.GetEventRecorder("kraan-operator"),
 		Metrics: metrics, Options: opts, now: time.Now,
 	}, nil
