@@ -102,7 +102,7 @@ func startManager(ctx context.Context, opts *options) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := addProbes(mgr); err != nil {
+	if err := addProbes(mgr, opts.namespaces()); err != nil {
 		return err
 	}
 	layers := controller.LayerOptions{
@@ -131,11 +131,11 @@ func startManager(ctx context.Context, opts *options) error {
 // addProbes registers liveness (the process serves HTTP) and readiness (the
 // informer caches have synced once). Neither calls the API server, so a slow
 // or briefly unreachable API server cannot make them flap and restart the pod.
-func addProbes(mgr ctrl.Manager) error {
+func addProbes(mgr ctrl.Manager, watchNamespaces []string) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the liveness check: %w", err)
 	}
-	synced := health.NewCacheSyncCheck(mgr.GetCache(), controller.WatchedKinds()...)
+	synced := health.NewCacheSyncCheck(mgr.GetCache(), controller.WatchedKinds(watchNamespaces)...)
 	if err := mgr.Add(synced); err != nil {
 		return fmt.Errorf("adding the cache sync watcher: %w", err)
 	}

@@ -39,9 +39,26 @@ type Options struct {
 }
 
 // WatchedKinds are the kinds whose informers must have synced before the
-// operator reports ready.
-func WatchedKinds() []client.Object {
-	return []client.Object{&kraanv1.AddonsLayer{}, &kraanv1.HelmRelease{}, &habitatv1.Habitat{}}
+// operator reports ready: without AddonsLayers when it watches only some
+// namespaces (see LayersEnabled).
+func WatchedKinds(watchNamespaces []string) []client.Object {
+	kinds := []client.Object{&kraanv1.HelmRelease{}, &habitatv1.Habitat{}}
+	if LayersEnabled(watchNamespaces) {
+		kinds = append(kinds, &kraanv1.AddonsLayer{})
+	}
+	return kinds
+}
+
+// LayersEnabled reports whether the AddonsLayer controller runs. It runs only
+// when the operator watches every namespace: a layer is cluster-scoped and
+// applies objects of any kind anywhere, which an operator confined to a few
+// namespaces can neither read nor write.
+func LayersEnabled(watchNamespaces []string) bool { return len(watchNamespaces) == 0 }
+
+// controllerSetup registers one controller.
+type controllerSetup struct {
+	name  string
+	setup func(ctrl.Manager, Options) error
 }
 
 // SetupAll registers every reconciler with mgr.
@@ -70,13 +87,15 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 		Metrics:               metrics,
 	}
-	setups := []struct {
-		name  string
-		setup func(ctrl.Manager, Options) error
-	}{
-		{"AddonsLayer", setupAddonsLayer},
+	setups := []controllerSetup{
 		{"HelmRelease", releases.SetupWithManager},
 		{"Habitat and chart-backed", setupHybrid(engine)},
+	}
+	if LayersEnabled(opts.WatchNamespaces) {
+		setups = append(setups, controllerSetup{"AddonsLayer", setupAddonsLayer})
+	} else {
+		mgr.GetLogger().Info("AddonsLayer controller disabled: it needs the whole cluster, the operator watches only some namespaces",
+			"namespaces", opts.WatchNamespaces)
 	}
 	for _, s := range setups {
 		if err := s.setup(mgr, opts); err != nil {

@@ -76,7 +76,7 @@ func TestOverlay_ServiceAccountMayOnlyUseWatchedNamespaces(t *testing.T) {
 		{name: "habitats in every namespace", resource: habitats("list")},
 		{name: "pods in every namespace", resource: authorizationv1.ResourceAttributes{Resource: "pods", Verb: "watch"}},
 		{name: "addonslayers, cluster-scoped", resource: authorizationv1.ResourceAttributes{
-			Group: "kraan.io", Resource: "addonslayers", Verb: "watch"}, allowed: true},
+			Group: "kraan.io", Resource: "addonslayers", Verb: "watch"}},
 		{name: "addonslayers status", resource: authorizationv1.ResourceAttributes{
 			Group: "kraan.io", Resource: "addonslayers", Subresource: "status", Verb: "patch"}},
 		{name: "its Lease", namespace: overlay.deployment.Namespace, resource: authorizationv1.ResourceAttributes{
@@ -150,6 +150,7 @@ func TestNamespacedExample_ReconcilesOnlyWatchedNamespaces(t *testing.T) {
 	}
 	g.Expect(forbidden.FindAllString(op.log(), -1)).To(BeEmpty(),
 		"the operator hit RBAC denials:\n%s", linesMatching(op.log(), forbidden))
+	g.Expect(op.log()).To(ContainSubstring("AddonsLayer controller disabled"))
 }
 
 // exampleHabitats reads the namespaced example and splits its Habitats by
