@@ -91,7 +91,7 @@ func (r *ChartReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
 	}
 	r.recordFailures(obj, sc)
-	return chartResult(sc, r.Watch.ResyncPeriod())
+	return chartResult(sc, reconcilePeriodFor(obj, r.Watch.ResyncPeriod()))
 }
 
 // chartResult decides the requeue. A spec the overrides cannot apply to

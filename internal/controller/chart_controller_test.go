@@ -212,6 +212,28 @@ func TestReleaseSpecFor_Annotations(t *testing.T) {
 	g.Expect(spec.Upgrade.DisableHooks).To(BeTrue())
 	g.Expect(spec.Install.DisableHooks).To(BeFalse())
 	g.Expect(spec.Uninstall.DisableHooks).To(BeFalse())
+	g.Expect(spec.Rollback.Force).To(BeTrue(), "rollback-force defaults to true, as in Operator SDK")
+	g.Expect(spec.Uninstall.DisableWait).To(BeTrue(), "uninstall does not wait unless asked")
+
+	spec = releaseSpecFor(newGadget("ns", "b", nil, map[string]string{
+		AnnotationRollbackForce: "false", AnnotationUninstallWait: "true"}))
+	g.Expect(spec.Rollback.Force).To(BeFalse())
+	g.Expect(spec.Uninstall.DisableWait).To(BeFalse())
+}
+
+func TestReconcilePeriodFor(t *testing.T) {
+	for value, want := range map[string]time.Duration{
+		"":     time.Minute, // unset: the watch's period
+		"30s":  30 * time.Second,
+		"2h":   2 * time.Hour,
+		"soon": time.Minute, // invalid: the watch's period
+		"-5m":  time.Minute,
+		"0s":   time.Minute,
+	} {
+		g := NewWithT(t)
+		obj := newGadget("ns", "a", nil, map[string]string{AnnotationReconcilePeriod: value})
+		g.Expect(reconcilePeriodFor(obj, time.Minute)).To(Equal(want), "annotation %q", value)
+	}
 }
 
 func TestChartReconciler_ReleaseFailure_ReportedThenRecovered(t *testing.T) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"strconv"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +21,15 @@ const (
 	AnnotationInstallDisableHooks   = "helm.sdk.operatorframework.io/install-disable-hooks"
 	AnnotationUpgradeDisableHooks   = "helm.sdk.operatorframework.io/upgrade-disable-hooks"
 	AnnotationUninstallDisableHooks = "helm.sdk.operatorframework.io/uninstall-disable-hooks"
+	// AnnotationRollbackForce (default true, as Operator SDK) forces the
+	// rollback of a failed upgrade.
+	AnnotationRollbackForce = "helm.sdk.operatorframework.io/rollback-force"
+	// AnnotationUninstallWait keeps the object, on delete, until every object
+	// of its release is gone.
+	AnnotationUninstallWait = "helm.sdk.operatorframework.io/uninstall-wait"
+	// AnnotationReconcilePeriod (a Go duration) overrides the watch's
+	// reconcilePeriod for one object.
+	AnnotationReconcilePeriod = "helm.sdk.operatorframework.io/reconcile-period"
 )
 
 // releaseSpecFor returns the Helm options of obj's release. As Operator SDK,
@@ -40,9 +50,10 @@ func releaseSpecFor(obj client.Object) *kraanv1.HelmReleaseSpec {
 			},
 			Force: annotationTrue(a, AnnotationUpgradeForce),
 		},
+		Rollback: &kraanv1.Rollback{Force: annotationBool(a, AnnotationRollbackForce, true)},
 		Uninstall: &kraanv1.Uninstall{
 			DisableHooks: annotationTrue(a, AnnotationUninstallDisableHooks),
-			DisableWait:  true,
+			DisableWait:  !annotationTrue(a, AnnotationUninstallWait),
 		},
 		MaxHistory: ptr.To(10),
 	}
@@ -51,8 +62,27 @@ func releaseSpecFor(obj client.Object) *kraanv1.HelmReleaseSpec {
 // annotationTrue parses as Operator SDK does: strconv.ParseBool, anything
 // invalid is false.
 func annotationTrue(annotations map[string]string, key string) bool {
+	return annotationBool(annotations, key, false)
+}
+
+// annotationBool is annotationTrue for an annotation whose default, when it
+// is unset or invalid, is fallback.
+func annotationBool(annotations map[string]string, key string, fallback bool) bool {
 	v, err := strconv.ParseBool(annotations[key])
-	return err == nil && v
+	if err != nil {
+		return fallback
+	}
+	return v
+}
+
+// reconcilePeriodFor is the object's reconcile-period annotation when it is
+// a valid positive duration, otherwise the watch's period.
+func reconcilePeriodFor(obj client.Object, watchPeriod time.Duration) time.Duration {
+	d, err := time.ParseDuration(obj.GetAnnotations()[AnnotationReconcilePeriod])
+	if err != nil || d <= 0 {
+		return watchPeriod
+	}
+	return d
 }
 
 // postRenderer gives the rendered objects a controller reference to obj.
