@@ -21,6 +21,7 @@ import (
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
 // Scheme knows the built-in kinds, CRDs and the operator's kinds.
@@ -93,6 +94,16 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// Watches loads the repository's watches.yaml: the chart-backed kinds the
+// operator's image runs, for tests that run the manager as cmd/main.go does.
+func Watches() ([]watches.Watch, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	return watches.Load(filepath.Join(root, "watches.yaml"))
 }
 
 // WriteKubeconfig writes a kubeconfig for the environment's admin user to

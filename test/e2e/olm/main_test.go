@@ -9,18 +9,13 @@
 package olm_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kraan-io/kraan-operator/internal/testenv"
-	"github.com/kraan-io/kraan-operator/test/localplane"
+	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
 
 // k8s is the admin client of the plane the suite runs on; cfg its config and
@@ -31,25 +26,11 @@ var (
 	kubeconfig string
 )
 
+// TestMain starts a bare plane: the tests install OLM's CRDs themselves, and
+// the operator's come with the bundle or the chart, as on a real cluster.
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logf.SetLogger(logr.Discard()) // envtest's CRD installer logs; the processes log to files
-	// KRAAN_E2E_PLANE_DIR keeps the plane's logs for a look after the run.
-	plane, err := localplane.Start(ctx, localplane.Options{Dir: os.Getenv("KRAAN_E2E_PLANE_DIR")})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = plane.Stop() }()
-	cfg, kubeconfig = plane.RESTConfig(), plane.Kubeconfig()
-	if k8s, err = client.New(cfg, client.Options{Scheme: testenv.Scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(suite.Run(m, suite.Options{}, func(s *suite.Suite) error {
+		k8s, cfg, kubeconfig = s.Client, s.Config, s.Kubeconfig
+		return nil
+	}))
 }

@@ -9,20 +9,16 @@
 package namespaced_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kraan-io/kraan-operator/internal/testenv"
-	"github.com/kraan-io/kraan-operator/test/localplane"
+	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
 
-// The suite's shared state, set up once by runSuite.
+// The suite's shared state, set up once by setUp.
 var (
 	// k8s is the admin client of the plane.
 	k8s client.Client
@@ -33,53 +29,33 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
+	os.Exit(suite.Run(m, suite.Options{InstallCRDs: true}, setUp))
 }
 
-func runSuite(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logf.SetLogger(logr.Discard()) // envtest's CRD installer logs; the operator logs to a file
-	// KRAAN_E2E_PLANE_DIR keeps the plane's logs for a look after the run.
-	plane, err := localplane.Start(ctx, localplane.Options{Dir: os.Getenv("KRAAN_E2E_PLANE_DIR")})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = plane.Stop() }()
-	cfg := plane.RESTConfig()
-	if err := testenv.InstallCRDs(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if k8s, err = client.New(cfg, client.Options{Scheme: testenv.Scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+// setUp applies the overlay and starts the operator binary with it.
+func setUp(s *suite.Suite) error {
+	k8s = s.Client
 	work, err := os.MkdirTemp("", "kraan-e2e-namespaced-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	defer func() { _ = os.RemoveAll(work) }()
-	if overlay, err = buildOverlay(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	s.Cleanup(func(int) { _ = os.RemoveAll(work) })
+	if overlay, err = buildOverlay(s.Context()); err != nil {
+		return err
 	}
-	if err := overlay.apply(ctx, k8s); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if err := overlay.apply(s.Context(), k8s); err != nil {
+		return err
 	}
-	if op, err = startOperator(ctx, cfg, overlay, work); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if op, err = startOperator(s.Context(), s.Config, overlay, work); err != nil {
+		return err
 	}
-	code := m.Run()
-	if err := op.stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	if code != 0 {
-		fmt.Fprintln(os.Stderr, op.logTail(60))
-	}
-	return code
+	s.Cleanup(func(code int) {
+		if err := op.stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		if code != 0 {
+			fmt.Fprintln(os.Stderr, op.logTail(60))
+		}
+	})
+	return nil
 }

@@ -1,0 +1,164 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kraan-io/kraan-operator/internal/controller"
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/localplane"
+)
+
+// Options say what a suite needs besides the plane and its admin client.
+type Options struct {
+	// InstallCRDs installs the operator's and Flux's source CRDs
+	// (testenv.InstallCRDs, which reads KRAAN_SOURCE_CRDS).
+	InstallCRDs bool
+	// Operator, when set, runs the operator's manager in the test process.
+	// Without it controller-runtime's logger is discarded: envtest's CRD
+	// installer logs through it, and the processes under test log to files.
+	Operator *Operator
+}
+
+// Operator configures the manager Run starts in the test process.
+type Operator struct {
+	// Watches loads the repository's watches.yaml, so the chart-backed kinds
+	// run as well as the Go controllers.
+	Watches bool
+	// LogLevel is the least level of the manager's log, written to standard
+	// error; zapcore.DPanicLevel keeps it out of the test output.
+	LogLevel zapcore.Level
+}
+
+// Suite is the running plane a suite's tests share.
+type Suite struct {
+	// Config is the plane's admin client configuration.
+	Config *rest.Config
+	// Kubeconfig is the path of the plane's admin kubeconfig file.
+	Kubeconfig string
+	// Client is an admin client with testenv.Scheme.
+	Client client.Client
+
+	ctx      context.Context
+	cleanups []func(code int)
+}
+
+// Run starts the plane as o says, calls setup (when not nil), runs the tests
+// and stops everything again. It returns the exit code for os.Exit: 1, after
+// printing the error, when start-up or setup fails.
+func Run(m *testing.M, o Options, setup func(*Suite) error) (code int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &Suite{ctx: ctx}
+	defer func() { s.cleanUp(code) }()
+	if err := s.start(o); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if setup != nil {
+		if err := setup(s); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// Context is cancelled once the tests have run and the cleanups returned.
+func (s *Suite) Context() context.Context { return s.ctx }
+
+// Cleanup registers f to run after the tests, with their exit code (1 when
+// start-up failed), before what was registered earlier: the last started
+// stops first, and the plane last of all.
+func (s *Suite) Cleanup(f func(code int)) { s.cleanups = append(s.cleanups, f) }
+
+func (s *Suite) cleanUp(code int) {
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i](code)
+	}
+	s.cleanups = nil
+}
+
+// start starts the plane, installs the CRDs, creates the client and starts
+// the operator, in that order, as o asks.
+func (s *Suite) start(o Options) error {
+	if o.Operator == nil {
+		ctrl.SetLogger(logr.Discard())
+	}
+	plane, err := localplane.Start(s.ctx, localplane.Options{Dir: os.Getenv("KRAAN_E2E_PLANE_DIR")})
+	if err != nil {
+		return err
+	}
+	s.Cleanup(func(int) { _ = plane.Stop() })
+	s.Config, s.Kubeconfig = plane.RESTConfig(), plane.Kubeconfig()
+	if o.Operator != nil {
+		// The manager shares the config; client-go's default of 5 QPS would
+		// throttle its reconcilers by seconds.
+		s.Config.QPS, s.Config.Burst = 50, 100
+	}
+	if o.InstallCRDs {
+		if err := testenv.InstallCRDs(s.Config); err != nil {
+			return err
+		}
+	}
+	if s.Client, err = client.New(s.Config, client.Options{Scheme: testenv.Scheme}); err != nil {
+		return err
+	}
+	if o.Operator != nil {
+		return s.startOperator(*o.Operator)
+	}
+	return nil
+}
+
+// startOperator runs the operator's manager, as cmd/main.go wires it, until
+// the cleanups run; its chart artifacts go to a temporary directory.
+func (s *Suite) startOperator(o Operator) error {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(o.LogLevel)))
+	opts := controller.Options{MaxConcurrentReconciles: 4}
+	if o.Watches {
+		chartKinds, err := testenv.Watches()
+		if err != nil {
+			return err
+		}
+		opts.Watches = chartKinds
+	}
+	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
+		Scheme:                 testenv.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if opts.ChartArtifactsDir, err = os.MkdirTemp("", "kraan-e2e-charts-"); err != nil {
+		return err
+	}
+	if err := controller.SetupAll(mgr, opts); err != nil {
+		_ = os.RemoveAll(opts.ChartArtifactsDir)
+		return err
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	stopped := make(chan error, 1)
+	go func() {
+		err := mgr.Start(ctx)
+		_ = os.RemoveAll(opts.ChartArtifactsDir)
+		stopped <- err
+	}()
+	s.Cleanup(func(int) {
+		cancel()
+		if err := <-stopped; err != nil {
+			fmt.Fprintln(os.Stderr, "operator:", err)
+		}
+	})
+	return nil
+}
