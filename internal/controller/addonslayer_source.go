@@ -127,6 +127,9 @@ func (r *AddonsLayerReconciler) reconcileSource(ctx context.Context, sc *layerSc
 	art := source.FromFlux(obs.artifact)
 	root, err := r.Store.Fetch(ctx, art)
 	if err != nil {
+		if artifactUnusable(err) {
+			return r.sourceFailed(sc, reasonArtifactFailed, stalledFailure(reasonArtifactFailed, err.Error()))
+		}
 		h := &halt{state: kraanv1.FailedState, reason: reasonArtifactFailed, requeue: sc.layer.Spec.Interval.Duration,
 			message: "AddonsLayer failed, " + err.Error()}
 		return r.sourceFailed(sc, reasonArtifactFailed, h)
@@ -142,6 +145,19 @@ func (r *AddonsLayerReconciler) reconcileSource(ctx context.Context, sc *layerSc
 	sc.revision, sc.root, sc.dir = art.Revision, root, dir
 	setLayerCondition(sc.layer, kraanv1.SourceReadyCondition, true, reasonFetched, "fetched revision "+art.Revision)
 	return nil
+}
+
+// artifactUnusable reports whether a fetch failed on the artifact's own
+// content: an entry that would escape the store, a size limit, an invalid
+// digest or URL. Such an artifact fails the same way however often it is
+// fetched, so the layer is Stalled until its source publishes another one
+// (which the source watch reports); retrying would only download it again.
+// A digest mismatch is not among them: source-controller may be replacing
+// the file, and it rebuilds a corrupted one on its next reconcile.
+func artifactUnusable(err error) bool {
+	var unsafe *source.UnsafeArchiveError
+	var tooLarge *source.TooLargeError
+	return errors.As(err, &unsafe) || errors.As(err, &tooLarge) || errors.Is(err, source.ErrInvalidArtifact)
 }
 
 // sourceFailed records h's message on SourceReady and returns h.

@@ -16,6 +16,7 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -58,8 +60,13 @@ func newScheme() *runtime.Scheme {
 type harness struct {
 	t        *testing.T
 	c        client.WithWatch
+	cfg      *rest.Config
+	dir      string // everything the harness writes is below it
 	work     string // the Git work tree tests commit to
 	bare     string
+	gitURL   string // the bare repository over HTTP
+	storage  string // source-controller's --storage-path
+	data     string // the operator's artifact store (--data-path)
 	recorder *recorder
 }
 
@@ -93,17 +100,14 @@ func startHarness(t *testing.T) *harness {
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: newScheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	h := &harness{t: t, c: c, work: filepath.Join(dir, "work"), bare: filepath.Join(dir, "git", repoName+".git")}
-	gitURL := h.startGitServer()
-	startSourceController(t, scBin, plane.Kubeconfig(), filepath.Join(dir, "storage"))
+	h := &harness{t: t, c: c, cfg: rest.CopyConfig(cfg), dir: dir, work: filepath.Join(dir, "work"), bare: filepath.Join(dir, "git", repoName+".git"),
+		storage: filepath.Join(dir, "storage"), data: filepath.Join(dir, "data")}
+	h.gitURL = h.startGitServer()
+	startSourceController(t, scBin, plane.Kubeconfig(), h.storage)
 	h.startOperator(cfg, dir)
 	h.recorder = startRecorder(t, c)
 	g.Expect(c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fluxNamespace}})).To(Succeed())
-	g.Expect(c.Create(t.Context(), &sourcev1.GitRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: fluxNamespace, Name: repoName},
-		Spec: sourcev1.GitRepositorySpec{URL: gitURL, Interval: metav1.Duration{Duration: time.Hour},
-			Reference: &sourcev1.GitRepositoryRef{Branch: "main"}},
-	})).To(Succeed())
+	h.createGitSource(repoName, "main")
 	// The layers' HelmReleases install the project's small test chart from an
 	// in-process Helm repository, with the real HelmRelease controller.
 	charts := chartrepo.NewHTTPRepo(t, chartrepo.ChartDir("small"))
@@ -112,6 +116,14 @@ func startHarness(t *testing.T) *harness {
 		Spec:       sourcev1.HelmRepositorySpec{URL: charts.URL, Interval: metav1.Duration{Duration: time.Hour}},
 	})).To(Succeed())
 	return h
+}
+
+// forTest returns the harness for a subtest: helpers fail t, not the test
+// that started the harness (FailNow must run on the failing test's goroutine).
+func (h *harness) forTest(t *testing.T) *harness {
+	sub := *h
+	sub.t = t
+	return &sub
 }
 
 // startGitServer serves the bare repository over smart HTTP.
@@ -142,9 +154,25 @@ func (h *harness) git(dir string, args ...string) string {
 	return string(out)
 }
 
-// commit replaces the work tree with files, commits, pushes and asks
+// createGitSource creates a GitRepository named name following branch of the
+// harness's Git repository. Tests that need a source of their own (so that
+// their commits do not touch other tests' layers) use one branch each.
+func (h *harness) createGitSource(name, branch string) {
+	NewWithT(h.t).Expect(h.c.Create(h.t.Context(), &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fluxNamespace, Name: name},
+		Spec: sourcev1.GitRepositorySpec{URL: h.gitURL, Interval: metav1.Duration{Duration: time.Hour},
+			Reference: &sourcev1.GitRepositoryRef{Branch: branch}},
+	})).To(Succeed())
+}
+
+// commit replaces the work tree with files, commits, pushes to main and asks
 // source-controller to fetch at once; it returns the revision.
 func (h *harness) commit(files map[string]string) string {
+	return h.commitTo(repoName, "main", files)
+}
+
+// commitTo is commit for the GitRepository source following branch.
+func (h *harness) commitTo(source, branch string, files map[string]string) string {
 	g := NewWithT(h.t)
 	entries, err := os.ReadDir(h.work)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -160,30 +188,31 @@ func (h *harness) commit(files map[string]string) string {
 	}
 	h.git(h.work, "add", "-A")
 	h.git(h.work, "commit", "--allow-empty", "-q", "-m", "change")
-	h.git(h.work, "push", "-q", "-f", h.bare, "HEAD:main")
+	h.git(h.work, "push", "-q", "-f", h.bare, "HEAD:"+branch)
 	sha := h.git(h.work, "rev-parse", "HEAD")
-	rev := "main@sha1:" + sha[:40]
-	h.requestSourceReconcile()
+	rev := branch + "@sha1:" + sha[:40]
+	h.requestReconcile(&sourcev1.GitRepository{}, source)
 	g.Eventually(func(g Gomega) {
 		repo := &sourcev1.GitRepository{}
-		g.Expect(h.c.Get(h.t.Context(), client.ObjectKey{Namespace: fluxNamespace, Name: repoName}, repo)).To(Succeed())
+		g.Expect(h.c.Get(h.t.Context(), client.ObjectKey{Namespace: fluxNamespace, Name: source}, repo)).To(Succeed())
 		g.Expect(repo.Status.Artifact).NotTo(BeNil())
 		g.Expect(repo.Status.Artifact.Revision).To(Equal(rev))
 	}).WithTimeout(60 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 	return rev
 }
 
-// requestSourceReconcile is `flux reconcile source git`: the annotation Flux
-// controllers react to.
-func (h *harness) requestSourceReconcile() {
+// requestReconcile is `flux reconcile source git|oci <name>`: the annotation
+// Flux controllers react to, on the source in flux-system read into obj.
+func (h *harness) requestReconcile(obj client.Object, name string) {
 	NewWithT(h.t).Eventually(func(g Gomega) {
-		repo := &sourcev1.GitRepository{}
-		g.Expect(h.c.Get(h.t.Context(), client.ObjectKey{Namespace: fluxNamespace, Name: repoName}, repo)).To(Succeed())
-		if repo.Annotations == nil {
-			repo.Annotations = map[string]string{}
+		g.Expect(h.c.Get(h.t.Context(), client.ObjectKey{Namespace: fluxNamespace, Name: name}, obj)).To(Succeed())
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
 		}
-		repo.Annotations["reconcile.fluxcd.io/requestedAt"] = strconv.FormatInt(time.Now().UnixNano(), 10)
-		g.Expect(h.c.Update(h.t.Context(), repo)).To(Succeed())
+		annotations["reconcile.fluxcd.io/requestedAt"] = strconv.FormatInt(time.Now().UnixNano(), 10)
+		obj.SetAnnotations(annotations)
+		g.Expect(h.c.Update(h.t.Context(), obj)).To(Succeed())
 	}).Should(Succeed())
 }
 
@@ -253,6 +282,11 @@ func (h *harness) startOperator(cfg *rest.Config, dir string) {
 		}
 	})
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
+	// SetupAll registers the operator's metrics with controller-runtime's
+	// global registry, which refuses a second registration: every test that
+	// starts a harness runs a manager of its own in this process, so each gets
+	// a fresh registry. Nothing serves it (the metrics server is off).
+	ctrlmetrics.Registry = prometheus.NewRegistry()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: testenv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -262,7 +296,7 @@ func (h *harness) startOperator(cfg *rest.Config, dir string) {
 		MaxConcurrentReconciles: 4,
 		ChartArtifactsDir:       filepath.Join(dir, "chart-artifacts"),
 		Layers: controller.LayerOptions{
-			DataPath: filepath.Join(dir, "data"), DefaultSourceNamespace: fluxNamespace,
+			DataPath: h.data, DefaultSourceNamespace: fluxNamespace,
 		},
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
