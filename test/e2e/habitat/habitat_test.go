@@ -2,14 +2,12 @@ package habitat_test
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,19 +21,6 @@ import (
 
 // timeout covers a StatefulSet rolling five pods on kwok.
 const timeout = 90 * time.Second
-
-// zapLevel is the operator's log level: KRAAN_E2E_LOG=debug or error; quiet
-// by default.
-func zapLevel() zapcore.Level {
-	switch os.Getenv("KRAAN_E2E_LOG") {
-	case "debug":
-		return zapcore.DebugLevel
-	case "error":
-		return zapcore.ErrorLevel
-	default:
-		return zapcore.DPanicLevel
-	}
-}
 
 // namespace creates a namespace for one test.
 func namespace(t *testing.T, name string) string {

@@ -18,7 +18,7 @@ import (
 var k8s client.Client
 
 func TestMain(m *testing.M) {
-	o := suite.Options{InstallCRDs: true, Operator: &suite.Operator{Watches: true, LogLevel: zapLevel()}}
+	o := suite.Options{InstallCRDs: true, Operator: &suite.Operator{Watches: true}}
 	os.Exit(suite.Run(m, o, func(s *suite.Suite) error {
 		k8s = s.Client
 		return nil

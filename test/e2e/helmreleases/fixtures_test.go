@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -30,19 +28,6 @@ const (
 	timeout  = 3 * time.Minute
 	interval = 200 * time.Millisecond
 )
-
-// zapLevel keeps the operator's log out of the test output unless
-// KRAAN_E2E_LOG=debug or =error asks for it.
-func zapLevel() zapcore.Level {
-	switch os.Getenv("KRAAN_E2E_LOG") {
-	case "debug":
-		return zapcore.DebugLevel
-	case "error":
-		return zapcore.ErrorLevel
-	default:
-		return zapcore.DPanicLevel
-	}
-}
 
 var namespaceCounter atomic.Int32
 

@@ -25,7 +25,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	o := suite.Options{InstallCRDs: true, Operator: &suite.Operator{LogLevel: zapLevel()}}
+	o := suite.Options{InstallCRDs: true, Operator: &suite.Operator{}}
 	os.Exit(suite.Run(m, o, func(s *suite.Suite) error {
 		k8s, cfg, kubeconfig = s.Client, s.Config, s.Kubeconfig
 		return nil

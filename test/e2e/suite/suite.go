@@ -35,9 +35,19 @@ type Operator struct {
 	// Watches loads the repository's watches.yaml, so the chart-backed kinds
 	// run as well as the Go controllers.
 	Watches bool
-	// LogLevel is the least level of the manager's log, written to standard
-	// error; zapcore.DPanicLevel keeps it out of the test output.
-	LogLevel zapcore.Level
+}
+
+// logLevel is the least level of the manager's log, written to standard
+// error: KRAAN_E2E_LOG=debug or error; quiet by default.
+func logLevel() zapcore.Level {
+	switch os.Getenv("KRAAN_E2E_LOG") {
+	case "debug":
+		return zapcore.DebugLevel
+	case "error":
+		return zapcore.ErrorLevel
+	default:
+		return zapcore.DPanicLevel
+	}
 }
 
 // Suite is the running plane a suite's tests share.
@@ -123,7 +133,7 @@ func (s *Suite) start(o Options) error {
 // startOperator runs the operator's manager, as cmd/main.go wires it, until
 // the cleanups run; its chart artifacts go to a temporary directory.
 func (s *Suite) startOperator(o Operator) error {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(o.LogLevel)))
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(logLevel())))
 	opts := controller.Options{MaxConcurrentReconciles: 4}
 	if o.Watches {
 		chartKinds, err := testenv.Watches()
