@@ -88,7 +88,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (configuration in .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests docs bundle-check chart-check ## Fail when generated files (CRDs, RBAC, API reference, bundle, chart) are stale or gofmt would change a file.
+verify: generate manifests docs bundle-check chart-check catalog-check ## Fail when generated files (CRDs, RBAC, API reference, bundle, chart, catalog) are stale or gofmt would change a file.
 	@stale=$$(git status --porcelain -- api config/crd config/rbac docs/api-reference.md); \
 	if [ -n "$$stale" ]; then \
 		echo "Generated files are out of date; run 'make generate manifests docs' and commit:"; \
@@ -98,11 +98,11 @@ verify: generate manifests docs bundle-check chart-check ## Fail when generated 
 	@echo "verify: generated files and formatting are up to date"
 
 .PHONY: test
-test: manifests generate vet $(ASSETS) source-controller ## Run every test: unit, envtest and the local control plane.
+test: manifests generate vet $(ASSETS) source-controller olm-tools ## Run every test: unit, envtest and the local control plane.
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: $(ASSETS) source-controller ## Run the end-to-end tests on the local control plane.
+test-e2e: $(ASSETS) source-controller olm-tools ## Run the end-to-end tests on the local control plane.
 	$(GO) test $(GO_TEST_FLAGS) -v ./test/...
 
 .PHONY: bench
@@ -247,14 +247,25 @@ chart-check: ## Fail when dist/chart's generated files are out of date with conf
 	@diff -r dist/chart .cache/chart-check || { echo "dist/chart is out of date; run 'make chart' and commit."; exit 1; }
 	@rm -rf .cache/chart-check
 
+# gen-catalog DIR: write the file-based catalog of bundle/ into DIR and validate it.
+define gen-catalog
+	rm -rf $(1) && mkdir -p $(1)/$(BUNDLE_PACKAGE)
+	$(OPM) init $(BUNDLE_PACKAGE) --default-channel=$(BUNDLE_DEFAULT_CHANNEL) --icon=config/manifests/icon.svg --output=yaml > $(1)/$(BUNDLE_PACKAGE)/index.yaml
+	$(OPM) render ./bundle --output=yaml | sed 's#^image: ""#image: $(BUNDLE_IMG)#' >> $(1)/$(BUNDLE_PACKAGE)/index.yaml
+	printf -- '---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n- name: %s.v%s\n' \
+		$(BUNDLE_PACKAGE) $(BUNDLE_DEFAULT_CHANNEL) $(BUNDLE_PACKAGE) $(VERSION) >> $(1)/$(BUNDLE_PACKAGE)/index.yaml
+	$(OPM) validate $(1)
+endef
+
 .PHONY: catalog
 catalog: $(OPM) ## Write the file-based catalog (catalog/) from bundle/ (run `make bundle` first) and validate it.
-	rm -rf catalog && mkdir -p catalog/$(BUNDLE_PACKAGE)
-	$(OPM) init $(BUNDLE_PACKAGE) --default-channel=$(BUNDLE_DEFAULT_CHANNEL) --icon=config/manifests/icon.svg --output=yaml > catalog/$(BUNDLE_PACKAGE)/index.yaml
-	$(OPM) render ./bundle --output=yaml | sed 's#^image: ""#image: $(BUNDLE_IMG)#' >> catalog/$(BUNDLE_PACKAGE)/index.yaml
-	printf -- '---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n- name: %s.v%s\n' \
-		$(BUNDLE_PACKAGE) $(BUNDLE_DEFAULT_CHANNEL) $(BUNDLE_PACKAGE) $(VERSION) >> catalog/$(BUNDLE_PACKAGE)/index.yaml
-	$(OPM) validate catalog
+	$(call gen-catalog,catalog)
+
+.PHONY: catalog-check
+catalog-check: $(OPM) ## Fail when catalog/ is out of date with bundle/.
+	@$(call gen-catalog,.cache/catalog-check)
+	@diff -r catalog .cache/catalog-check || { echo "catalog/ is out of date with bundle/; run 'make catalog' and commit."; exit 1; }
+	@rm -rf .cache/catalog-check
 
 .PHONY: catalog-build
 catalog-build: ## Build the bundle and catalog images (needs a container engine).
