@@ -15,26 +15,29 @@ type Metrics struct {
 }
 
 // NewMetrics creates the series and registers them with registerer (the
-// controller-runtime registry when nil).
+// controller-runtime registry when nil), or returns those it already holds.
 func NewMetrics(registerer prometheus.Registerer) (*Metrics, error) {
 	if registerer == nil {
 		registerer = metrics.Registry
 	}
-	m := &Metrics{
-		actionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "kraan_helm_action_duration_seconds",
-			Help:    "Duration of Helm actions by action (install, upgrade, test, rollback, uninstall, unlock) and outcome.",
-			Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
-		}, []string{"action", "outcome"}),
-		releaseReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "kraan_helmrelease_ready",
-			Help: "1 when the HelmRelease is Ready, 0 otherwise; the series goes away with the HelmRelease.",
-		}, []string{"namespace", "name"}),
+	actionDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kraan_helm_action_duration_seconds",
+		Help:    "Duration of Helm actions by action (install, upgrade, test, rollback, uninstall, unlock) and outcome.",
+		Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+	}, []string{"action", "outcome"})
+	releaseReady := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kraan_helmrelease_ready",
+		Help: "1 when the HelmRelease is Ready, 0 otherwise; the series goes away with the HelmRelease.",
+	}, []string{"namespace", "name"})
+	// A second manager in one process (tests, benchmarks) shares the series
+	// already registered, as the AddonsLayer metrics do.
+	m := &Metrics{}
+	var err error
+	if m.actionDuration, err = register(registerer, actionDuration); err != nil {
+		return nil, err
 	}
-	for _, c := range []prometheus.Collector{m.actionDuration, m.releaseReady} {
-		if err := registerer.Register(c); err != nil {
-			return nil, err
-		}
+	if m.releaseReady, err = register(registerer, releaseReady); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -25,3 +25,14 @@ func TestMetrics_ReadySeriesGoesAwayWithTheRelease(t *testing.T) {
 	m.observeAction("install", outcomeSuccess, 2*time.Second)
 	g.Expect(testutil.CollectAndCount(m.actionDuration)).To(Equal(1))
 }
+
+func TestNewMetrics_SecondManagerSharesTheSeries(t *testing.T) {
+	g := NewWithT(t)
+	registry := prometheus.NewRegistry()
+	first, err := NewMetrics(registry)
+	g.Expect(err).NotTo(HaveOccurred())
+	second, err := NewMetrics(registry)
+	g.Expect(err).NotTo(HaveOccurred(), "a second manager in one process could not register its metrics")
+	second.setReady("apps", "podinfo", true)
+	g.Expect(testutil.ToFloat64(first.releaseReady.WithLabelValues("apps", "podinfo"))).To(Equal(1.0))
+}
