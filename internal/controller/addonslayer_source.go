@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
 
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -134,17 +137,63 @@ func (r *AddonsLayerReconciler) reconcileSource(ctx context.Context, sc *layerSc
 			message: "AddonsLayer failed, " + err.Error()}
 		return r.sourceFailed(sc, reasonArtifactFailed, h)
 	}
+	skipped, err := r.Store.SkippedLinks(art)
+	if err != nil {
+		return r.sourceFailed(sc, reasonArtifactFailed, failed(reasonArtifactFailed, err))
+	}
+	links := skippedLinksIn(skipped, sc.layer.Spec.Source.Path)
 	dir, err := source.ResolvePath(root, sc.layer.Spec.Source.Path)
 	if err != nil {
 		var notFound *source.PathNotFoundError
 		if errors.As(err, &notFound) {
 			notFound.Revision = art.Revision
 		}
-		return r.sourceFailed(sc, reasonPathNotFound, stalledFailure(reasonPathNotFound, err.Error()+": check spec.source.path"))
+		msg := err.Error() + ": check spec.source.path"
+		if links.pathIsLink {
+			msg += " (it is a symbolic link in the artifact, and links are skipped)"
+		}
+		return r.sourceFailed(sc, reasonPathNotFound, stalledFailure(reasonPathNotFound, msg))
+	}
+	if links.warning != "" {
+		sc.warnings = append(sc.warnings, links.warning)
 	}
 	sc.revision, sc.root, sc.dir = art.Revision, root, dir
 	setLayerCondition(sc.layer, kraanv1.SourceReadyCondition, true, reasonFetched, "fetched revision "+art.Revision)
 	return nil
+}
+
+// layerLinks is what the links skipped from an artifact mean to one layer.
+type layerLinks struct {
+	// warning names the skipped links inside the layer's directory.
+	warning string
+	// pathIsLink is true when the layer's path, or a directory above it, was a link.
+	pathIsLink bool
+}
+
+// skippedLinksIn relates the links skipped when the artifact was extracted
+// to the layer's path: a file the user expects may be missing because of one.
+func skippedLinksIn(skipped []string, layerPath string) layerLinks {
+	p := path.Clean(strings.TrimPrefix(filepath.ToSlash(layerPath), "/"))
+	var out layerLinks
+	var inside []string
+	for _, name := range skipped {
+		name = path.Clean(name)
+		switch {
+		case p == "." || strings.HasPrefix(name, p+"/"):
+			inside = append(inside, name)
+		case name == p || strings.HasPrefix(p, name+"/"):
+			out.pathIsLink = true
+		}
+	}
+	if len(inside) > 0 {
+		shown := inside[:min(len(inside), 3)]
+		out.warning = fmt.Sprintf("%d symbolic links in the layer's directory were skipped, not followed: %s",
+			len(inside), strings.Join(shown, ", "))
+		if len(inside) > len(shown) {
+			out.warning += ", …"
+		}
+	}
+	return out
 }
 
 // artifactUnusable reports whether a fetch failed on the artifact's own

@@ -32,7 +32,7 @@ func (r *AddonsLayerReconciler) reconcileRender(_ context.Context, sc *layerScop
 	}
 	manifest.SortForApply(res.Objects)
 	sc.objects, sc.tests = manifest.SplitLayerTests(res.Objects)
-	sc.warnings = res.Warnings
+	sc.warnings = append(sc.warnings, res.Warnings...)
 	return nil
 }
 

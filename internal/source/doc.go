@@ -8,6 +8,7 @@
 //
 //	<root>/sha256-<hex>/            the extracted artifact, read-only by convention
 //	<root>/sha256-<hex>.verified    marker written last; proves the directory is complete
+//	                                and lists the link entries that were skipped
 //	<root>/.tmp-*                   downloads, extractions and GC deletions in progress
 //
 // The directory is extracted into a temporary directory inside root and

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 )
 
 // download fetches the tarball into a temporary file inside the root and
@@ -117,7 +118,7 @@ func (s *Store) extract(archive string, d digest) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return skipped, s.publish(tmp, d)
+	return skipped, s.publish(tmp, d, skipped)
 }
 
 // publish renames the extracted tree into place and then writes the marker.
@@ -125,7 +126,7 @@ func (s *Store) extract(archive string, d digest) ([]string, error) {
 // complete directory is never fetched again), so no reader holds it. Its
 // marker goes first so a crash mid-way never leaves a marker beside a
 // partial tree.
-func (s *Store) publish(tmp string, d digest) error {
+func (s *Store) publish(tmp string, d digest, skipped []string) error {
 	if err := os.Remove(s.marker(d)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -139,20 +140,22 @@ func (s *Store) publish(tmp string, d digest) error {
 	if err := os.Rename(tmp, s.dir(d)); err != nil {
 		return fmt.Errorf("publishing artifact directory: %w", err)
 	}
-	return s.writeMarker(d)
+	return s.writeMarker(d, skipped)
 }
 
-// writeMarker writes <key>.verified atomically (temporary file + rename).
+// writeMarker writes <key>.verified atomically (temporary file + rename): the
+// digest, then the names of the link entries extraction skipped, one a line,
+// so that SkippedLinks can still report them after a restart.
 // No fsync: a process crash loses no written data, which is the case the
 // marker is for. Surviving power loss would need an fsync of every
 // extracted file; the store is a cache of data source-controller still
 // serves, so that cost is not worth paying.
-func (s *Store) writeMarker(d digest) error {
+func (s *Store) writeMarker(d digest, skipped []string) error {
 	f, err := os.CreateTemp(s.root, tmpPrefix+d.key()+"-marker-")
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(d.String() + "\n")
+	_, err = f.WriteString(strings.Join(append([]string{d.String()}, skipped...), "\n") + "\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -182,6 +182,22 @@ func (s *Store) Fetch(ctx context.Context, a Artifact) (string, error) {
 	}
 }
 
+// SkippedLinks returns the names of the symbolic and hard links that were
+// skipped when the artifact, already fetched, was extracted: a layer reports
+// them, since a file it expected may be missing because of them.
+func (s *Store) SkippedLinks(a Artifact) ([]string, error) {
+	d, err := parseDigest(a.Digest)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(s.marker(d))
+	if err != nil {
+		return nil, fmt.Errorf("reading the marker of artifact %s: %w", a.Revision, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return lines[1:], nil
+}
+
 // FetchPath fetches the artifact and resolves path inside it (see
 // ResolvePath); a PathNotFoundError names the artifact's revision.
 func (s *Store) FetchPath(ctx context.Context, a Artifact, path string) (string, error) {
@@ -251,7 +267,8 @@ func (s *Store) ensure(ctx context.Context, a Artifact, d digest) (string, error
 // last, says it was fully extracted from verified bytes.
 func (s *Store) complete(d digest) bool {
 	b, err := os.ReadFile(s.marker(d))
-	if err != nil || strings.TrimSpace(string(b)) != d.String() {
+	first, _, _ := strings.Cut(string(b), "\n")
+	if err != nil || strings.TrimSpace(first) != d.String() {
 		return false
 	}
 	fi, err := os.Stat(s.dir(d))

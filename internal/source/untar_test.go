@@ -48,6 +48,26 @@ func TestStore_Fetch_linksCannotEscape(t *testing.T) {
 	g.Expect(os.ReadFile(filepath.Join(got, "out", "pwned"))).To(BeEquivalentTo("pwned"))
 	g.Expect(filepath.Join(got, "kept.yaml")).To(BeARegularFile())
 	g.Expect(entries(t, outside)).To(ConsistOf("secret"))
+
+	// The skipped links are reported, also by a restarted store.
+	want := []string{"passwd", "up", "secret", "hard", "out"}
+	g.Expect(s.SkippedLinks(a)).To(Equal(want))
+	restarted, err := New(s.Root(), Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(restarted.Fetch(context.Background(), a)).To(Equal(got))
+	g.Expect(restarted.SkippedLinks(a)).To(Equal(want))
+}
+
+func TestStore_SkippedLinks_noneInAPlainArtifact(t *testing.T) {
+	g := NewWithT(t)
+	srv := newArtifactServer(t)
+	s, _ := newTestStore(t, Options{})
+	a := srv.add("rev1", tarball(t, file("a.yaml", "a")))
+	_, err := s.SkippedLinks(a)
+	g.Expect(err).To(HaveOccurred(), "an artifact not fetched yet has no marker")
+	_, err = s.Fetch(context.Background(), a)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.SkippedLinks(a)).To(BeEmpty())
 }
 
 func TestUntar_permissions(t *testing.T) {

@@ -200,7 +200,12 @@ func testOutsideLinks(h *harness, reg string) {
 	// Links are skipped, as source-controller skips them when it builds
 	// artifacts: the layer deploys its regular files only.
 	h.addLayer("links", "links", withOCISource("links"))
-	h.waitLayer("links", kraanv1.DeployedState, nil)
+	h.waitLayer("links", kraanv1.DeployedState, func(g Gomega, l *kraanv1.AddonsLayer) {
+		// ... and says so, naming them.
+		g.Expect(cond(l, kraanv1.ReadyCondition).Message).To(ContainSubstring(
+			"warning: 3 symbolic links in the layer's directory were skipped, not followed: " +
+				"addons/links/leak.yaml, addons/links/relative.yaml, addons/links/escape"))
+	})
 	g.Expect(h.configMapValue("default", "links-kept")).To(Equal("v1"))
 	g.Expect(h.notFound(&corev1.ConfigMap{}, "default", "leaked")).To(BeTrue(), "a link smuggled a file from outside into the layer")
 	// The file under the skipped directory link was written inside the
@@ -217,6 +222,7 @@ func testOutsideLinks(h *harness, reg string) {
 		c := cond(l, kraanv1.ReadyCondition)
 		g.Expect(c.Reason).To(Equal("PathNotFound"))
 		g.Expect(c.Message).To(ContainSubstring("path ./addons/outside not found in revision " + art.Revision))
+		g.Expect(c.Message).To(ContainSubstring("it is a symbolic link in the artifact, and links are skipped"))
 	}))
 	g.Expect(h.notFound(&corev1.ConfigMap{}, "default", "leaked")).To(BeTrue())
 }
