@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"strings"
 
+	ssautil "github.com/fluxcd/pkg/ssa/utils"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -80,7 +79,7 @@ func (r *ChartReconciler) reconcileDependents(ctx context.Context, owner *unstru
 	if !r.Watch.WatchesDependents() || rel == nil || sc.result.Next != helm.ActionNone {
 		return nil
 	}
-	objs, err := decodeManifest(rel.Manifest)
+	objs, err := ssautil.ReadObjects(strings.NewReader(rel.Manifest))
 	if err != nil {
 		return err
 	}
@@ -138,24 +137,5 @@ func dependentPredicate() predicate.TypedPredicate[*unstructured.Unstructured] {
 			return e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() ||
 				!labels.Equals(e.ObjectNew.GetLabels(), e.ObjectOld.GetLabels())
 		},
-	}
-}
-
-// decodeManifest splits a release manifest into objects.
-func decodeManifest(manifest string) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("decoding release manifest: %w", err)
-		}
-		if len(obj.Object) > 0 {
-			out = append(out, obj)
-		}
 	}
 }

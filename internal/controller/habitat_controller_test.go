@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	ssautil "github.com/fluxcd/pkg/ssa/utils"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -246,7 +248,7 @@ func TestHabitatExamples_AcceptedByTheAPIServer(t *testing.T) {
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		g.Expect(err).NotTo(HaveOccurred())
-		objs, err := decodeManifest(string(data))
+		objs, err := ssautil.ReadObjects(bytes.NewReader(data))
 		g.Expect(err).NotTo(HaveOccurred(), file)
 		for _, obj := range objs {
 			if obj.GetKind() != "Habitat" {

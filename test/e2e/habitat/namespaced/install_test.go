@@ -1,22 +1,22 @@
 package namespaced_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
+	ssautil "github.com/fluxcd/pkg/ssa/utils"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kraan-io/kraan-operator/internal/testenv"
@@ -57,7 +57,7 @@ func buildOverlay(ctx context.Context) (*install, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", overlayDir, err, stderr.String())
 	}
-	objs, err := decodeAll(string(out))
+	objs, err := ssautil.ReadObjects(bytes.NewReader(out))
 	if err != nil {
 		return nil, err
 	}
@@ -128,23 +128,4 @@ func (in *install) ofKind(kind string) []*unstructured.Unstructured {
 		}
 	}
 	return out
-}
-
-// decodeAll splits a multi-document YAML stream into objects.
-func decodeAll(manifest string) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("decoding YAML: %w", err)
-		}
-		if len(obj.Object) > 0 {
-			out = append(out, obj)
-		}
-	}
 }

@@ -1,6 +1,7 @@
 package namespaced_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	ssautil "github.com/fluxcd/pkg/ssa/utils"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -162,7 +164,7 @@ func exampleHabitats(t *testing.T) (watched, unwatched []*habitatv1.Habitat) {
 	g.Expect(err).NotTo(HaveOccurred())
 	data, err := os.ReadFile(filepath.Join(root, exampleFile))
 	g.Expect(err).NotTo(HaveOccurred())
-	objs, err := decodeAll(string(data))
+	objs, err := ssautil.ReadObjects(bytes.NewReader(data))
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, obj := range objs {
 		h := &habitatv1.Habitat{}
