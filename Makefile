@@ -285,7 +285,7 @@ cluster-down: ## Stop the local control plane.
 ##@ Tools (built once into TOOLS_DIR)
 
 .PHONY: tools
-tools: $(ASSETS) $(KUBECTL) $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Build every tool the project needs.
+tools: $(ASSETS) $(KUBECTL) $(CONTROLLER_GEN) $(GOLANGCI_LINT) source-controller olm-tools ## Build every tool the project needs.
 
 # build-tool MODULE_DIR OUTPUT PACKAGES [LDFLAGS]: build into a temporary name
 # and rename, so an interrupted build never leaves a half-written tool in the cache.
