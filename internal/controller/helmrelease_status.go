@@ -98,6 +98,9 @@ func (r *HelmReleaseReconciler) recordStep(hr *kraanv1.HelmRelease, step helm.St
 		return
 	}
 	outcome, eventType, msg := outcomeSuccess, "Normal", fmt.Sprintf("Helm %s succeeded in %s", step.Action, step.Duration.Round(1e6))
+	if step.Detail != "" {
+		msg += ": " + step.Detail
+	}
 	if step.Err != nil {
 		outcome, eventType, msg = outcomeFailure, "Warning", stepFailure(step)
 	}

@@ -21,6 +21,10 @@ const (
 	ChartDigestLabel = "kraan.io/chart-digest"
 	// ValuesDigestLabel holds a prefix of the values' digest.
 	ValuesDigestLabel = "kraan.io/values-digest"
+	// InterruptedLabel marks a revision the engine unlocked: an operation
+	// (install, upgrade, rollback) left it pending when it was interrupted,
+	// e.g. the operator was killed. Its value is the status it was left in.
+	InterruptedLabel = "kraan.io/interrupted"
 )
 
 // labelDigestLength keeps digests within the 63 characters of a label value.

@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"maps"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -92,7 +93,11 @@ func newUpgrade(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSp
 	a.ReuseValues = opts.PreserveValues
 	a.SkipCRDs = true // crds/ is applied by the engine per the upgrade CRDs policy
 	a.MaxHistory = maxHistory(spec)
-	a.Labels = labels
+	// Helm copies the previous revision's labels into the new one unless a
+	// label's value is "null": an upgrade of an interrupted revision is not
+	// interrupted itself.
+	a.Labels = maps.Clone(labels)
+	a.Labels[InterruptedLabel] = "null"
 	return a
 }
 

@@ -100,11 +100,21 @@ func planDeployed(obs Observation, matches bool, policy Policy, failures Failure
 }
 
 func planFailed(obs Observation, matches bool, policy Policy, failures Failures) Action {
-	if !matches && obs.PreviousDeployed != nil && !exhausted(policy.UpgradeRetries, failures.Upgrade) {
-		// The spec changed since the failure: try the new desired state.
+	// The spec changed since the failure, or nothing failed: the operation was
+	// interrupted and unlocked. Either way the desired state is tried again
+	// without remediation: rolling back an interrupted upgrade would roll the
+	// workload back and forth, and the uninstall strategy would delete it.
+	retry := !matches || Interrupted(obs.Latest)
+	if retry && obs.PreviousDeployed != nil && !exhausted(policy.UpgradeRetries, failures.Upgrade) {
 		return ActionUpgrade
 	}
 	return remediate(obs, policy, failures)
+}
+
+// Interrupted says whether rel was left pending by an interrupted operation
+// and then unlocked by the engine, rather than failed by Helm.
+func Interrupted(rel *release.Release) bool {
+	return rel != nil && rel.Labels[InterruptedLabel] != ""
 }
 
 // remediate undoes a failed release when retries remain, or once more after

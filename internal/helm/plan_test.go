@@ -13,6 +13,12 @@ func rel(version int, status release.Status, hooks ...*release.Hook) *release.Re
 	return &release.Release{Version: version, Info: &release.Info{Status: status}, Hooks: hooks}
 }
 
+// interrupted marks r as unlocked after an interrupted operation left it in status.
+func interrupted(r *release.Release, status release.Status) *release.Release {
+	r.Labels = map[string]string{InterruptedLabel: status.String()}
+	return r
+}
+
 func testHook(phase release.HookPhase) *release.Hook {
 	h := &release.Hook{Events: []release.HookEvent{release.HookTest}}
 	if phase != "" {
@@ -52,6 +58,11 @@ func TestPlan(t *testing.T) {
 		{"failed upgrade exhausted without remediate-last stalls", Observation{Latest: rel(2, release.StatusFailed), PreviousDeployed: rel(1, release.StatusDeployed)}, true, Policy{}, Failures{Upgrade: 1}, ActionStalled},
 		{"failed upgrade then spec change upgrades", Observation{Latest: rel(2, release.StatusFailed), PreviousDeployed: rel(1, release.StatusDeployed)}, false, Policy{}, Failures{}, ActionUpgrade},
 		{"failed install then spec change uninstalls first", Observation{Latest: rel(1, release.StatusFailed)}, false, Policy{}, Failures{}, ActionUninstall},
+		{"interrupted upgrade is retried, not rolled back", Observation{Latest: interrupted(rel(2, release.StatusFailed), release.StatusPendingUpgrade), PreviousDeployed: rel(1, release.StatusDeployed)}, true, Policy{}, Failures{}, ActionUpgrade},
+		{"interrupted upgrade with uninstall strategy is retried, not uninstalled", Observation{Latest: interrupted(rel(2, release.StatusFailed), release.StatusPendingUpgrade), PreviousDeployed: rel(1, release.StatusDeployed)}, true, Policy{UpgradeRetries: 1, UpgradeStrategyUninstall: true}, Failures{}, ActionUpgrade},
+		{"interrupted retry after exhausted upgrades is remediated", Observation{Latest: interrupted(rel(3, release.StatusFailed), release.StatusPendingUpgrade), PreviousDeployed: rel(1, release.StatusDeployed)}, true, upgradeRetries, Failures{Upgrade: 3}, ActionRollback},
+		{"interrupted rollback upgrades", Observation{Latest: interrupted(rel(3, release.StatusFailed), release.StatusPendingRollback), PreviousDeployed: rel(1, release.StatusSuperseded)}, false, Policy{}, Failures{}, ActionUpgrade},
+		{"interrupted install uninstalls before installing again", Observation{Latest: interrupted(rel(1, release.StatusFailed), release.StatusPendingInstall)}, true, Policy{}, Failures{}, ActionUninstall},
 		{"uninstalled with history reinstalls", Observation{Latest: rel(3, release.StatusUninstalled)}, false, Policy{}, Failures{}, ActionInstall},
 	}
 	for _, tc := range cases {

@@ -39,6 +39,9 @@ type Step struct {
 	// LogTail is the end of Helm's log during the action: on a failed wait it
 	// names the object that was not ready and why.
 	LogTail []string
+	// Detail says what a successful action found, when that is news to the
+	// user: for an unlock, the revision an interrupted operation left pending.
+	Detail string
 }
 
 // Result is what Run did and what storage holds afterwards.
@@ -96,6 +99,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, next Action) Step {
 	start := time.Now()
 	labels := req.Desired.labels()
+	var detail string
 	var err error
 	switch next {
 	case ActionInstall:
@@ -115,14 +119,14 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	case ActionUninstall:
 		_, err = newUninstall(cfg, req.Spec).Run(req.Target.ReleaseName)
 	case ActionUnlock:
-		err = unlock(cfg, obs.Latest)
+		detail, err = unlock(cfg, obs.Latest)
 	default:
 		err = fmt.Errorf("unknown action %q", next)
 	}
 	if err != nil {
 		err = fmt.Errorf("%s of release %s/%s failed: %w", next, req.Target.StorageNamespace, req.Target.ReleaseName, err)
 	}
-	return Step{Action: next, Err: err, Duration: time.Since(start)}
+	return Step{Action: next, Err: err, Duration: time.Since(start), Detail: detail}
 }
 
 // runTests runs the test hooks; a failed test is recorded in storage by Helm
@@ -140,14 +144,22 @@ func runTests(cfg *action.Configuration, req Request) error {
 
 // unlock marks a release left pending by an interrupted operation as failed:
 // nothing is running it any more (the operator holds the only lease), and a
-// failed release can be remediated, while a pending one blocks every operation.
-func unlock(cfg *action.Configuration, rel *release.Release) error {
+// failed release can be acted on, while a pending one blocks every operation
+// with "another operation is in progress". InterruptedLabel tells Plan that
+// nothing failed, so the operation is retried rather than remediated. unlock
+// returns what it found, for the user.
+func unlock(cfg *action.Configuration, rel *release.Release) (string, error) {
 	previous := rel.Info.Status
 	rel.SetStatus(release.StatusFailed, fmt.Sprintf("Release was %s when the operation running it was interrupted", previous))
-	if err := cfg.Releases.Update(rel); err != nil {
-		return fmt.Errorf("marking release %s revision %d as failed: %w", rel.Name, rel.Version, err)
+	if rel.Labels == nil {
+		rel.Labels = map[string]string{}
 	}
-	return nil
+	rel.Labels[InterruptedLabel] = previous.String()
+	if err := cfg.Releases.Update(rel); err != nil {
+		return "", fmt.Errorf("marking release %s revision %d as failed: %w", rel.Name, rel.Version, err)
+	}
+	return fmt.Sprintf("revision %d was left %s by an interrupted operation (the operator stopped before Helm finished) and is marked failed",
+		rel.Version, previous), nil
 }
 
 // countFailure counts a failed install or upgrade. A failed test counts

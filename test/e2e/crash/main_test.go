@@ -1,0 +1,85 @@
+// Package crash_test proves that a HelmRelease recovers when the operator is
+// killed in the middle of a Helm operation. The operator binary, built from
+// ./cmd, runs as a separate process against a local control plane of the
+// suite's own (no other operator reconciles the same objects); the tests
+// SIGKILL it while Helm storage shows the operation in flight
+// (pending-install, pending-upgrade), start a new process and check what it
+// makes of the release Helm left locked.
+//
+// A Deployment whose pods select a node label nobody has set yet keeps Helm's
+// wait, and so the operation, in flight for as long as a test needs: kwok
+// makes pods Ready within a second once they are scheduled, so nothing else
+// gives a reliable window. The test sets the label once the operator is dead.
+package crash_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/e2e/suite"
+)
+
+// leaseNamespace holds the leader election Lease: the operator runs with
+// --leader-elect, as config/manager deploys it, so a killed process's Lease
+// must expire before its successor reconciles anything.
+const leaseNamespace = "kraan-system"
+
+// The suite's shared state, set up once by setUp.
+var (
+	// k8s is the admin client of the plane.
+	k8s client.Client
+	// kubeconfig is the path of the plane's admin kubeconfig, which the
+	// operator processes use.
+	kubeconfig string
+	// operatorBinary is ./cmd, built once for every process the tests start.
+	operatorBinary string
+	// repoRoot is the repository's root directory (watches.yaml is there).
+	repoRoot string
+)
+
+func TestMain(m *testing.M) {
+	// No operator in the test process: the tests run the binary themselves.
+	os.Exit(suite.Run(m, suite.Options{InstallCRDs: true}, setUp))
+}
+
+// setUp builds the operator and creates the Lease's namespace.
+func setUp(s *suite.Suite) error {
+	k8s, kubeconfig = s.Client, s.Kubeconfig
+	work, err := os.MkdirTemp("", "kraan-e2e-crash-")
+	if err != nil {
+		return err
+	}
+	s.Cleanup(func(int) { _ = os.RemoveAll(work) })
+	if err := buildOperator(s.Context(), work); err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}
+	if err := k8s.Create(s.Context(), ns); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", leaseNamespace, err)
+	}
+	return nil
+}
+
+// buildOperator builds ./cmd into work.
+func buildOperator(ctx context.Context, work string) error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	repoRoot, operatorBinary = root, filepath.Join(work, "kraan-operator")
+	build := exec.CommandContext(ctx, "go", "build", "-o", operatorBinary, "./cmd")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd: %w: %s", err, out)
+	}
+	return nil
+}
