@@ -36,4 +36,8 @@
 // random moment, so all children of a Plane are forked from one goroutine
 // that is locked to its OS thread and stays alive until Stop has reaped them
 // (see golang/go#27505).
+//
+// StartProcess runs another program the same way, for tests that run a
+// program under test (an operator binary, say) beside the plane; each such
+// Process has a locked thread of its own until it has been reaped.
 package localplane

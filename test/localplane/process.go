@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -118,37 +119,63 @@ func (c *child) exitError() error {
 	return fmt.Errorf("%s exited: %w\n%s", c.name, c.waitErr, logTail(c.logPath, 30))
 }
 
+// reapTimeout bounds the wait for a SIGKILLed child to be reaped.
+const reapTimeout = 10 * time.Second
+
 // stop sends SIGTERM to the child's process group, then SIGKILL after grace,
 // and waits for the child to be reaped. It returns an error if the child is
 // still alive after that.
 func (c *child) stop(grace time.Duration) error {
-	if !c.hasExited() {
-		_ = syscall.Kill(-c.pid(), syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(grace):
-		}
+	c.terminate(grace)
+	return c.killGroup()
+}
+
+// terminate sends SIGTERM to the child's process group, unless the child has
+// exited, and reports whether it exited within grace.
+func (c *child) terminate(grace time.Duration) bool {
+	if c.hasExited() {
+		return true
 	}
-	// SIGKILL the group even after a clean exit: it removes any process the
-	// child left behind in its group. ESRCH (nothing left) is the normal case.
+	_ = syscall.Kill(-c.pid(), syscall.SIGTERM)
+	select {
+	case <-c.exited:
+		return true
+	case <-time.After(grace):
+		return false
+	}
+}
+
+// killGroup sends SIGKILL to the child's process group, even after a clean
+// exit: it removes any process the child left behind in its group. ESRCH
+// (nothing left) is the normal case. It waits for the child to be reaped.
+func (c *child) killGroup() error {
 	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+	return c.reaped()
+}
+
+// reaped waits for the child to be reaped after a SIGKILL.
+func (c *child) reaped() error {
 	select {
 	case <-c.exited:
 		return nil
-	case <-time.After(10 * time.Second):
+	case <-time.After(reapTimeout):
 		return fmt.Errorf("%s (pid %d) still alive after SIGKILL", c.name, c.pid())
 	}
 }
 
-// logTail returns the last n lines of a log file, for error messages.
-func logTail(path string, n int) string {
+// logTail returns the last n lines of a log file, for error messages,
+// leaving out the lines that contain any of omit.
+func logTail(path string, n int, omit ...string) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	var lines []string
+	for line := range strings.SplitSeq(strings.TrimRight(string(data), "\n"), "\n") {
+		if !slices.ContainsFunc(omit, func(o string) bool { return strings.Contains(line, o) }) {
+			lines = append(lines, line)
+		}
 	}
+	lines = lines[max(0, len(lines)-n):]
 	return fmt.Sprintf("--- last %d lines of %s ---\n%s", len(lines), path, strings.Join(lines, "\n"))
 }

@@ -118,3 +118,38 @@ func processGone(pid int) bool {
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
 }
+
+// TestStartProcess_StopAndKill starts idle helpers with StartProcess: Stop
+// ends one with SIGTERM within its grace period, Kill another with SIGKILL,
+// and the log tail leaves out what it is told to.
+func TestStartProcess_StopAndKill(t *testing.T) {
+	if os.Getenv(helperRole) == "child" {
+		fmt.Println("noise")
+		fmt.Println("idling")
+		idle()
+	}
+	g := NewWithT(t)
+	start := func(name string) *Process {
+		p, err := StartProcess(ProcessOptions{
+			Name: name, Dir: t.TempDir(), Binary: os.Args[0],
+			Args: []string{"-test.run=^TestStartProcess_StopAndKill$"},
+			Env:  []string{helperRole + "=child"},
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { _ = p.Stop(time.Second) })
+		return p
+	}
+
+	stopped := start("stopped")
+	g.Eventually(func() string { return stopped.LogTail(5, "noise") }).WithTimeout(10 * time.Second).
+		Should(And(ContainSubstring("idling"), Not(ContainSubstring("noise"))))
+	g.Expect(stopped.State()).To(BeNil())
+	g.Expect(stopped.Stop(10 * time.Second)).To(Succeed())
+	g.Expect(stopped.Exited()).To(BeClosed())
+	g.Expect(stopped.State().Sys().(syscall.WaitStatus).Signal()).To(Equal(syscall.SIGTERM))
+
+	killed := start("killed")
+	g.Expect(killed.Kill()).To(Succeed())
+	g.Expect(killed.State().Sys().(syscall.WaitStatus).Signal()).To(Equal(syscall.SIGKILL))
+	g.Expect(processGone(killed.PID())).To(BeTrue())
+}

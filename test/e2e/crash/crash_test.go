@@ -2,7 +2,6 @@ package crash_test
 
 import (
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
@@ -29,21 +28,11 @@ func TestCrash_KilledDuringUpgrade_RecoversInPlace(t *testing.T) {
 	uid := deployment(g, ns).UID
 
 	setValues(t, ns, map[string]any{"message": "two", "nodeSelector": gated.nodeSelector()})
-	// Helm has applied the upgraded Deployment and waits for its pods.
-	g.Eventually(func(g Gomega) {
-		g.Expect(helmRevisions(g, ns)).To(HaveKeyWithValue(2, "pending-upgrade"))
-		g.Expect(deployment(g, ns).Spec.Template.Spec.NodeSelector).To(HaveKey(string(gated)))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	holder := leaseHolder(g)
-	killedAt := first.kill(t)
+	killed := killMidOperation(t, first, ns, gated, 2, "pending-upgrade")
 	g.Expect(helmRevisions(g, ns)).To(Equal(map[int]string{1: "deployed", 2: "pending-upgrade"}),
 		"the kill did not interrupt the upgrade")
 
-	gated.open(t)
-	startOperator(t, "second")
-	waitTakeover(t, holder, killedAt)
-	hr := readyAt(t, ns)
-	t.Logf("Ready at generation %d %v after the kill", hr.Generation, time.Since(killedAt).Round(time.Millisecond))
+	hr := recoverAfter(t, ns, gated, killed)
 
 	// The interrupted upgrade is retried as it was: no rollback first, which
 	// would have rolled the workload back to "one" and forward again.
@@ -75,21 +64,11 @@ func TestCrash_KilledDuringInstall_RecoversToReady(t *testing.T) {
 	first := startOperator(t, "first")
 
 	newRelease(t, ns, map[string]any{"message": "one", "nodeSelector": gated.nodeSelector()})
-	// Helm has created the release's objects and waits for the pods.
-	g.Eventually(func(g Gomega) {
-		g.Expect(helmRevisions(g, ns)).To(HaveKeyWithValue(1, "pending-install"))
-		g.Expect(deployment(g, ns).Spec.Template.Spec.NodeSelector).To(HaveKey(string(gated)))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	holder := leaseHolder(g)
-	killedAt := first.kill(t)
+	killed := killMidOperation(t, first, ns, gated, 1, "pending-install")
 	g.Expect(helmRevisions(g, ns)).To(Equal(map[int]string{1: "pending-install"}),
 		"the kill did not interrupt the install")
 
-	gated.open(t)
-	startOperator(t, "second")
-	waitTakeover(t, holder, killedAt)
-	hr := readyAt(t, ns)
-	t.Logf("Ready at generation %d %v after the kill", hr.Generation, time.Since(killedAt).Round(time.Millisecond))
+	hr := recoverAfter(t, ns, gated, killed)
 
 	revisions := helmRevisions(g, ns)
 	latest := newest(revisions)

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 	"github.com/kraan-io/kraan-operator/test/localplane"
 )
 
@@ -41,51 +41,10 @@ const app = "app"
 // a test holds an operation in flight, so no wait gives up before the kill.
 const releaseTimeout = 5 * time.Minute
 
-var namespaceCounter atomic.Int32
-
 // newNamespace creates a namespace of its own for a test.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := fmt.Sprintf("crash-%d-%d", time.Now().Unix()%100000, namespaceCounter.Add(1))
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	NewWithT(t).Expect(k8s.Create(context.Background(), ns)).To(Succeed())
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpNamespace(t, name)
-		}
-	})
-	return name
-}
-
-// dumpNamespace logs what a failed test left: Helm storage, the
-// HelmRelease's conditions and events, and the pods.
-func dumpNamespace(t *testing.T, ns string) {
-	ctx := context.Background()
-	secrets := &corev1.SecretList{}
-	if err := k8s.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"}); err == nil {
-		for _, s := range secrets.Items {
-			t.Logf("Helm storage %s: status %s", s.Name, s.Labels["status"])
-		}
-	}
-	hrs := &kraanv1.HelmReleaseList{}
-	if err := k8s.List(ctx, hrs, client.InNamespace(ns)); err == nil {
-		for _, hr := range hrs.Items {
-			t.Logf("HelmRelease %s: generation %d observed %d conditions %+v",
-				hr.Name, hr.Generation, hr.Status.ObservedGeneration, hr.Status.Conditions)
-		}
-	}
-	events := &corev1.EventList{}
-	if err := k8s.List(ctx, events, client.InNamespace(ns)); err == nil {
-		for _, e := range events.Items {
-			t.Logf("Event %s %s/%s %s: %s", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
-		}
-	}
-	pods := &corev1.PodList{}
-	if err := k8s.List(ctx, pods, client.InNamespace(ns)); err == nil {
-		for _, p := range pods.Items {
-			t.Logf("Pod %s: phase %s node %q", p.Name, p.Status.Phase, p.Spec.NodeName)
-		}
-	}
+	return suite.NewNamespace(t, k8s, "crash")
 }
 
 // newRepository serves the small test chart and points the HelmRepository

@@ -13,18 +13,14 @@
 package crash_test
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
 
@@ -42,8 +38,6 @@ var (
 	kubeconfig string
 	// operatorBinary is ./cmd, built once for every process the tests start.
 	operatorBinary string
-	// repoRoot is the repository's root directory (watches.yaml is there).
-	repoRoot string
 )
 
 func TestMain(m *testing.M) {
@@ -59,27 +53,12 @@ func setUp(s *suite.Suite) error {
 		return err
 	}
 	s.Cleanup(func(int) { _ = os.RemoveAll(work) })
-	if err := buildOperator(s.Context(), work); err != nil {
+	if operatorBinary, err = suite.BuildOperator(s.Context(), work); err != nil {
 		return err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}
 	if err := k8s.Create(s.Context(), ns); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", leaseNamespace, err)
-	}
-	return nil
-}
-
-// buildOperator builds ./cmd into work.
-func buildOperator(ctx context.Context, work string) error {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return err
-	}
-	repoRoot, operatorBinary = root, filepath.Join(work, "kraan-operator")
-	build := exec.CommandContext(ctx, "go", "build", "-o", operatorBinary, "./cmd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd: %w: %s", err, out)
 	}
 	return nil
 }

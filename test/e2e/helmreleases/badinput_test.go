@@ -73,7 +73,9 @@ func unreachableRepository(ns string) *sourcev1.HelmRepository {
 // TestHelmRelease_UnlocksAReleaseLeftPending: an operator killed mid-upgrade
 // leaves the newest revision pending-upgrade in Helm storage, which makes
 // every later Helm operation fail with "another operation is in progress".
-// The engine unlocks it, rolls back and completes the upgrade.
+// The engine unlocks it (marks it failed, labelled as interrupted) and, since
+// nothing failed, retries the upgrade directly instead of rolling back: a new
+// revision with the desired values is deployed.
 func TestHelmRelease_UnlocksAReleaseLeftPending(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)

@@ -3,9 +3,7 @@ package helmreleases_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
 
 // Deadlines of the suite's polls. Installs on kwok take a few seconds; the
@@ -29,39 +28,10 @@ const (
 	interval = 200 * time.Millisecond
 )
 
-var namespaceCounter atomic.Int32
-
 // newNamespace creates a namespace of its own for a test.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := fmt.Sprintf("hr-%d-%d", time.Now().Unix()%100000, namespaceCounter.Add(1))
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	NewWithT(t).Expect(k8s.Create(context.Background(), ns)).To(Succeed())
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpNamespace(t, name)
-		}
-	})
-	return name
-}
-
-// dumpNamespace logs the state of a failed test's workloads: what Helm's wait
-// saw is usually explained by the ReplicaSets and pods.
-func dumpNamespace(t *testing.T, ns string) {
-	ctx := context.Background()
-	rss := &appsv1.ReplicaSetList{}
-	if err := k8s.List(ctx, rss, client.InNamespace(ns)); err == nil {
-		for _, rs := range rss.Items {
-			t.Logf("ReplicaSet %s: replicas %d ready %d observedGeneration %d/%d",
-				rs.Name, rs.Status.Replicas, rs.Status.ReadyReplicas, rs.Status.ObservedGeneration, rs.Generation)
-		}
-	}
-	pods := &corev1.PodList{}
-	if err := k8s.List(ctx, pods, client.InNamespace(ns)); err == nil {
-		for _, p := range pods.Items {
-			t.Logf("Pod %s: phase %s node %q conditions %+v", p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.Conditions)
-		}
-	}
+	return suite.NewNamespace(t, k8s, "hr")
 }
 
 // newRepository serves the project's test charts and points a HelmRepository

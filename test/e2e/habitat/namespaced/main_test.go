@@ -25,7 +25,7 @@ var (
 	// overlay is what `kubectl kustomize config/namespaced` built.
 	overlay *install
 	// op is the operator, running as the overlay's ServiceAccount.
-	op *operator
+	op *suite.RunningOperator
 )
 
 func TestMain(m *testing.M) {
@@ -50,11 +50,11 @@ func setUp(s *suite.Suite) error {
 		return err
 	}
 	s.Cleanup(func(code int) {
-		if err := op.stop(); err != nil {
+		if err := op.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
 		if code != 0 {
-			fmt.Fprintln(os.Stderr, op.logTail(60))
+			fmt.Fprintln(os.Stderr, op.LogTail(60))
 		}
 	})
 	return nil

@@ -110,7 +110,7 @@ func habitats(verb string) authorizationv1.ResourceAttributes {
 
 func TestOperator_HoldsItsLeaseInItsOwnNamespace(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(op.ready(t.Context())).To(BeTrue(), "the operator's informers synced with the overlay's permissions")
+	g.Expect(op.Ready(t.Context())).To(BeTrue(), "the operator's informers synced with the overlay's permissions")
 	g.Eventually(func(g Gomega) string {
 		lease := &coordinationv1.Lease{}
 		g.Expect(k8s.Get(t.Context(), types.NamespacedName{Namespace: overlay.deployment.Namespace, Name: leaseName}, lease)).To(Succeed())
@@ -150,9 +150,9 @@ func TestNamespacedExample_ReconcilesOnlyWatchedNamespaces(t *testing.T) {
 	for _, ns := range overlay.watched {
 		expectNoOperatorWarnings(t, ns)
 	}
-	g.Expect(forbidden.FindAllString(op.log(), -1)).To(BeEmpty(),
-		"the operator hit RBAC denials:\n%s", linesMatching(op.log(), forbidden))
-	g.Expect(op.log()).To(ContainSubstring("AddonsLayer controller disabled"))
+	g.Expect(forbidden.FindAllString(op.Log(), -1)).To(BeEmpty(),
+		"the operator hit RBAC denials:\n%s", linesMatching(op.Log(), forbidden))
+	g.Expect(op.Log()).To(ContainSubstring("AddonsLayer controller disabled"))
 }
 
 // exampleHabitats reads the namespaced example and splits its Habitats by

@@ -1,0 +1,189 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/localplane"
+)
+
+// Deadlines of an operator process's life cycle. Start is informer sync and
+// leader election on a loaded machine; stop is config/manager's
+// terminationGracePeriodSeconds, which leaves room for the operator's
+// --graceful-shutdown-timeout (30s).
+const (
+	OperatorStartTimeout = 2 * time.Minute
+	OperatorStopTimeout  = 40 * time.Second
+)
+
+// probeNoise is in the operator's log once per /readyz request that fails
+// while it starts: StartOperator's polling, not the operator's doing.
+const probeNoise = "healthz check failed"
+
+// probeClient bounds each /readyz request: a process that stopped answering
+// must not hang the poll past its deadline.
+var probeClient = &http.Client{Timeout: 5 * time.Second}
+
+// BuildOperator builds the operator binary, ./cmd, into dir and returns its
+// path.
+func BuildOperator(ctx context.Context, dir string) (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "kraan-operator")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd: %w: %s", err, out)
+	}
+	return bin, nil
+}
+
+// OperatorProcess says how StartOperator runs the operator binary.
+type OperatorProcess struct {
+	// Name names the process in messages and its log, <Dir>/<Name>.log.
+	Name string
+	// Binary is the operator binary (BuildOperator).
+	Binary string
+	// Kubeconfig is the kubeconfig the operator authenticates with.
+	Kubeconfig string
+	// Dir holds the log and the process's files: --data-path=<Dir>/data and
+	// TMPDIR=<Dir>/tmp, so that the chart artifact store is not in a /tmp
+	// shared with other suites and processes. It must exist.
+	Dir string
+	// Args come before the flags StartOperator sets, which win over them.
+	Args []string
+	// Env is added to the test process's environment.
+	Env []string
+}
+
+// RunningOperator is an operator process StartOperator started.
+type RunningOperator struct {
+	name  string
+	proc  *localplane.Process
+	probe string // address of /healthz and /readyz
+}
+
+// StartOperator runs the operator binary as a separate process, as
+// localplane runs the plane's components (its own process group, dying with
+// the test binary), and waits until it reports ready: its informers have
+// synced, which leader election may delay. ctx bounds that wait only.
+//
+// Besides p.Args it passes what the operator's pod would provide: the
+// kubeconfig, the watches file baked into the image (the repository's
+// watches.yaml), the data path, and ports of its own (no metrics listener, the
+// probes on a free loopback port); the log is in console format. When the
+// operator does not become ready, StartOperator stops it and returns an error
+// with the tail of its log.
+func StartOperator(ctx context.Context, p OperatorProcess) (*RunningOperator, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	port, err := localplane.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(p.Dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	op := &RunningOperator{name: p.Name, probe: fmt.Sprintf("127.0.0.1:%d", port)}
+	args := append(append([]string{}, p.Args...),
+		"--kubeconfig="+p.Kubeconfig,
+		"--watches-file="+filepath.Join(root, "watches.yaml"),
+		"--data-path="+filepath.Join(p.Dir, "data"),
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address="+op.probe,
+		"--log-format=console")
+	op.proc, err = localplane.StartProcess(localplane.ProcessOptions{
+		Name: p.Name, Dir: p.Dir, Binary: p.Binary, Args: args,
+		Env: append(append([]string{}, p.Env...), "TMPDIR="+tmp),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the operator %s: %w", p.Name, err)
+	}
+	if err := op.waitReady(ctx); err != nil {
+		return nil, errors.Join(err, op.Stop(), errors.New(op.LogTail(40)))
+	}
+	return op, nil
+}
+
+// waitReady polls /readyz until it answers 200, the process exits,
+// OperatorStartTimeout passes or ctx ends.
+func (o *RunningOperator) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, OperatorStartTimeout)
+	defer cancel()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for !o.Ready(ctx) {
+		select {
+		case <-o.proc.Exited():
+			return fmt.Errorf("the operator %s exited before it was ready: %s", o.name, o.proc.State())
+		case <-ctx.Done():
+			return fmt.Errorf("the operator %s was not ready: %w", o.name, context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// Ready reports whether the operator's /readyz answers 200.
+func (o *RunningOperator) Ready(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+o.probe+"/readyz", http.NoBody)
+	if err != nil {
+		return false
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return resp.StatusCode == http.StatusOK
+}
+
+// Stop terminates the operator as the kubelet would: SIGTERM to its process
+// group, SIGKILL after OperatorStopTimeout, which is an error. Stopping an
+// operator that has exited does nothing and returns nil.
+func (o *RunningOperator) Stop() error {
+	return o.proc.Stop(OperatorStopTimeout)
+}
+
+// Kill sends SIGKILL to the operator process: no graceful stop, so no
+// deferred status patch, no Lease release, no Helm clean-up runs. It waits
+// until the process has been reaped and returns an error unless the signal
+// is what ended it.
+func (o *RunningOperator) Kill() error {
+	if err := o.proc.Kill(); err != nil {
+		return err
+	}
+	state := o.proc.State()
+	if status, ok := state.Sys().(syscall.WaitStatus); !ok || !status.Signaled() || status.Signal() != syscall.SIGKILL {
+		return fmt.Errorf("the operator %s ended otherwise than by SIGKILL: %s", o.name, state)
+	}
+	return nil
+}
+
+// Log returns the operator's log so far.
+func (o *RunningOperator) Log() string {
+	data, err := os.ReadFile(o.proc.LogPath())
+	if err != nil {
+		return fmt.Sprintf("(no log of the operator %s: %v)", o.name, err)
+	}
+	return string(data)
+}
+
+// LogTail returns the last n lines of the operator's log, for failures,
+// without the lines StartOperator's /readyz polling causes.
+func (o *RunningOperator) LogTail(n int) string {
+	return o.proc.LogTail(n, probeNoise)
+}
