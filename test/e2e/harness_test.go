@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -38,6 +37,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/env"
 	"github.com/kraan-io/kraan-operator/test/localplane"
 )
 
@@ -216,52 +216,19 @@ func (h *harness) requestReconcile(obj client.Object, name string) {
 	}).Should(Succeed())
 }
 
-func freePort(t *testing.T) int {
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startSourceController runs the real source-controller against the plane.
+// startSourceController runs the real source-controller against the plane
+// until the test ends, and shows the tail of its log when the test failed.
 func startSourceController(t *testing.T, bin, kubeconfig, storage string) {
-	if err := os.MkdirAll(storage, 0o750); err != nil { // source-controller does not create it
-		t.Fatal(err)
-	}
-	storagePort := strconv.Itoa(freePort(t))
-	log, err := os.Create(filepath.Join(filepath.Dir(storage), "source-controller.log"))
+	sc, err := env.StartSourceController(bin, kubeconfig, storage)
 	if err != nil {
 		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background()) // lives until Cleanup, not the test's context
-	cmd := exec.CommandContext(ctx, bin, "--storage-path", storage,
-		"--storage-addr", "127.0.0.1:"+storagePort, "--storage-adv-addr", "127.0.0.1:"+storagePort,
-		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--health-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"--watch-all-namespaces", "--enable-leader-election=false", "--log-level", "info")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig) // it has no --kubeconfig flag
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting source-controller: %v", err)
 	}
 	t.Cleanup(func() {
-		cancel() // kills the process
-		_ = cmd.Wait()
-		_ = log.Close()
+		_ = sc.Stop(10 * time.Second)
 		if t.Failed() {
-			if b, err := os.ReadFile(log.Name()); err == nil && len(b) > 0 {
-				t.Logf("source-controller log (tail):\n%s", tail(b, 4000))
-			}
+			t.Logf("source-controller log (tail):\n%s", sc.LogTail(30))
 		}
 	})
-}
-
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }
 
 // startOperator runs the AddonsLayer controller in-process.

@@ -119,13 +119,13 @@ func Start(ctx context.Context, o Options) (e *Env, err error) {
 	e.stops = append(e.stops, e.helm.stop)
 	e.HelmURL = e.helm.url
 	o.progress("starting Flux source-controller")
-	stop, err := startSourceController(o.SourceController, e.Kubeconfig, filepath.Join(o.Dir, "source-controller"))
+	sc, err := StartSourceController(o.SourceController, e.Kubeconfig, filepath.Join(o.Dir, "source-controller"))
 	if err != nil {
 		return nil, err
 	}
-	e.stops = append(e.stops, stop)
+	e.stops = append(e.stops, func() error { return sc.Stop(10 * time.Second) })
 	o.progress("starting the operator")
-	stop, err = startOperator(e.cfg, o.Dir)
+	stop, err := startOperator(e.cfg, o.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -4,14 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
-	"syscall"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -23,71 +18,36 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/internal/watches"
+	"github.com/kraan-io/kraan-operator/test/localplane"
 )
 
-// freePort returns a loopback port free at the time of the call.
-func freePort() (int, error) {
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// startSourceController runs the real source-controller against the plane,
-// logging to <dir>.log, and returns the function that stops it.
-func startSourceController(bin, kubeconfig, storage string) (func() error, error) {
+// StartSourceController runs the real source-controller against the plane
+// of kubeconfig, serving artifacts from storage, with its log beside it
+// (<storage>.log). Stop the returned process when done.
+func StartSourceController(bin, kubeconfig, storage string) (*localplane.Process, error) {
 	if err := os.MkdirAll(storage, 0o750); err != nil { // source-controller does not create it
 		return nil, err
 	}
 	var ports [3]int
 	for i := range ports {
-		p, err := freePort()
+		p, err := localplane.FreePort()
 		if err != nil {
 			return nil, err
 		}
 		ports[i] = p
 	}
-	log, err := os.Create(storage + ".log")
-	if err != nil {
-		return nil, err
-	}
 	storageAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	// Stop cancels ctx: SIGTERM to the process group, SIGKILL 10s later.
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--storage-path", storage, "--storage-addr", storageAddr, "--storage-adv-addr", storageAddr,
-		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--health-addr", fmt.Sprintf("127.0.0.1:%d", ports[2]),
-		"--watch-all-namespaces", "--enable-leader-election=false", "--log-level", "info")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig) // it has no --kubeconfig flag
-	// The kernel kills the child when the thread that forked it exits, so a
-	// demo killed with SIGKILL leaves nothing behind: start and wait on one
-	// locked thread, which lives exactly as long as the child.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	started, exited := make(chan error, 1), make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	if err := <-started; err != nil {
-		cancel()
-		_ = log.Close()
+	p, err := localplane.StartProcess(localplane.ProcessOptions{
+		Name: filepath.Base(storage), Dir: filepath.Dir(storage), Binary: bin,
+		Args: []string{"--storage-path", storage, "--storage-addr", storageAddr, "--storage-adv-addr", storageAddr,
+			"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--health-addr", fmt.Sprintf("127.0.0.1:%d", ports[2]),
+			"--watch-all-namespaces", "--enable-leader-election=false", "--log-level", "info"},
+		Env: []string{"KUBECONFIG=" + kubeconfig}, // it has no --kubeconfig flag
+	})
+	if err != nil {
 		return nil, fmt.Errorf("starting source-controller: %w", err)
 	}
-	return func() error {
-		cancel()
-		<-exited
-		return log.Close()
-	}, nil
+	return p, nil
 }
 
 // startOperator runs the operator's manager (every controller, the

@@ -1,15 +1,12 @@
 package olm_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/localplane"
 )
 
 const (
@@ -160,24 +158,12 @@ func startOLM(t *testing.T, work, olmBin, catalogBin string) {
 // (printed when the test fails).
 func startProcess(t *testing.T, work, name string, env []string, bin string, args ...string) {
 	t.Helper()
-	logPath := filepath.Join(work, name+".log")
-	logs, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	NewWithT(t).Expect(cmd.Start()).To(Succeed(), name)
+	p, err := localplane.StartProcess(localplane.ProcessOptions{Name: name, Dir: work, Binary: bin, Args: args, Env: env})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred(), name)
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		_ = logs.Close()
+		_ = p.Stop(10 * time.Second)
 		if t.Failed() {
-			data, _ := os.ReadFile(logPath)
-			if len(data) > 8000 {
-				data = data[len(data)-8000:]
-			}
-			t.Logf("--- %s log (tail) ---\n%s", name, data)
+			t.Logf("--- %s log (tail) ---\n%s", name, p.LogTail(80))
 		}
 	})
 }
@@ -284,9 +270,7 @@ func run(t *testing.T, bin string, args ...string) string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	var lc net.ListenConfig
-	l, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	port, err := localplane.FreePort()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }

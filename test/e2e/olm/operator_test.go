@@ -1,10 +1,7 @@
 package olm_test
 
 import (
-	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,7 +21,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/olm"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
 
 // runOperatorAsCSV runs the operator binary authenticated as the
@@ -43,13 +40,8 @@ func runOperatorAsCSV(t *testing.T, c client.Client, work, csvName string) {
 	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{fluxCRDs}, ErrorIfPathMissing: true})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	root, err := testenv.RepoRoot()
+	bin, err := suite.BuildOperator(ctx, work)
 	g.Expect(err).NotTo(HaveOccurred())
-	bin := filepath.Join(work, "kraan-operator")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "go build ./cmd: %s", out)
 
 	cs, err := kubernetes.NewForConfig(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -60,21 +52,19 @@ func runOperatorAsCSV(t *testing.T, c client.Client, work, csvName string) {
 	saKubeconfig := filepath.Join(work, "sa.kubeconfig")
 	g.Expect(writeTokenKubeconfig(cfg, tr.Status.Token, saKubeconfig)).To(Succeed())
 
-	probe := freePort(t)
-	env := []string{olm.ConditionNameEnv + "=" + csvName, "RUNTIME_NAMESPACE=" + operatorsNS}
-	startProcess(t, work, "kraan-operator", env, bin, "--kubeconfig", saKubeconfig, "--leader-elect=false",
-		"--metrics-bind-address=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe),
-		"--log-format=console")
-
-	g.Eventually(func(g Gomega) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), http.NoBody)
-		g.Expect(err).NotTo(HaveOccurred())
-		resp, err := http.DefaultClient.Do(req)
-		g.Expect(err).NotTo(HaveOccurred())
-		defer func() { _ = resp.Body.Close() }()
-		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(),
-		"the operator's informers sync with the CSV's permissions")
+	// Ready means the operator's informers synced with the CSV's permissions.
+	op, err := suite.StartOperator(ctx, suite.OperatorProcess{Name: "kraan-operator", Binary: bin, Kubeconfig: saKubeconfig,
+		Dir: work, Args: []string{"--leader-elect=false"},
+		Env: []string{olm.ConditionNameEnv + "=" + csvName, "RUNTIME_NAMESPACE=" + operatorsNS}})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		if err := op.Stop(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("--- kraan-operator log (tail) ---\n%s", op.LogTail(80))
+		}
+	})
 	g.Eventually(func(g Gomega) {
 		oc := &apiv2.OperatorCondition{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: operatorsNS, Name: csvName}, oc)).To(Succeed())
