@@ -95,6 +95,9 @@ func startManager(ctx context.Context, opts *options) error {
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       opts.leaderElectionNamespace,
+		LeaseDuration:                 &opts.leaseDuration,
+		RenewDeadline:                 &opts.renewDeadline,
+		RetryPeriod:                   &opts.retryPeriod,
 		LeaderElectionReleaseOnCancel: true, // the next leader starts at once, not after the lease expires
 		GracefulShutdownTimeout:       &opts.gracefulShutdown,
 		Cache:                         opts.cacheOptions(),

@@ -35,7 +35,8 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 	// -kubeconfig on flag.CommandLine); none may show up unless we declare them.
 	g.Expect(names).To(Equal([]string{
 		"concurrent", "data-path", "default-service-account", "default-source-namespace", "graceful-shutdown-timeout",
-		"health-probe-bind-address", "kubeconfig", "leader-elect", "leader-election-namespace",
+		"health-probe-bind-address", "kubeconfig", "leader-elect", "leader-election-lease-duration",
+		"leader-election-namespace", "leader-election-renew-deadline", "leader-election-retry-period",
 		"log-format", "log-level", "metrics-bind-address", "metrics-secure", "source-host-override",
 		"watch-namespace", "watches-file",
 	}))
@@ -44,6 +45,9 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 func TestRun_BadFlags_ExitWithUsageError(t *testing.T) {
 	for _, args := range [][]string{
 		{"--log-format=xml"}, {"--log-level=trace"}, {"--concurrent=0"}, {"--v=4"},
+		{"--leader-election-lease-duration=10s"}, // not above the default renew deadline
+		{"--leader-election-renew-deadline=2s"},  // not above 1.2 × the default retry period
+		{"--leader-election-retry-period=0s"},
 	} {
 		var out bytes.Buffer
 		g := NewWithT(t)

@@ -23,6 +23,9 @@ type options struct {
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
+	leaseDuration           time.Duration
+	renewDeadline           time.Duration
+	retryPeriod             time.Duration
 	gracefulShutdown        time.Duration
 	concurrent              int
 	logFormat               string
@@ -50,6 +53,15 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 		"Elect a leader on a Lease so that only one replica reconciles.")
 	fs.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; defaults to the operator's namespace.")
+	// Flux's names and meaning; controller-runtime's defaults. A shorter lease
+	// hands over sooner after a leader dies without releasing it (a crash, a
+	// lost node), at the price of more Lease writes.
+	fs.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second,
+		"How long standby replicas wait before taking over a Lease its leader stopped renewing.")
+	fs.DurationVar(&opts.renewDeadline, "leader-election-renew-deadline", 10*time.Second,
+		"How long the leader retries renewing its Lease before it gives up leading.")
+	fs.DurationVar(&opts.retryPeriod, "leader-election-retry-period", 2*time.Second,
+		"How often replicas try to acquire or renew the Lease.")
 	fs.DurationVar(&opts.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second,
 		"How long in-flight reconciles may run after a termination signal.")
 	fs.IntVar(&opts.concurrent, "concurrent", 4, "Number of concurrent reconciles per kind.")
@@ -80,10 +92,29 @@ func parseOptions(args []string, output io.Writer) (*options, error) {
 	if opts.concurrent < 1 {
 		return nil, fmt.Errorf("--concurrent must be at least 1, got %d", opts.concurrent)
 	}
+	if err := opts.checkLeaderElection(); err != nil {
+		return nil, err
+	}
 	if _, err := opts.zapOptions(); err != nil {
 		return nil, err
 	}
 	return opts, nil
+}
+
+// checkLeaderElection rejects timings client-go's leader election would
+// refuse at start, with the flags' names.
+func (o *options) checkLeaderElection() error {
+	switch {
+	case o.retryPeriod <= 0:
+		return fmt.Errorf("--leader-election-retry-period must be positive, got %v", o.retryPeriod)
+	case o.renewDeadline <= o.retryPeriod*6/5: // client-go's JitterFactor 1.2
+		return fmt.Errorf("--leader-election-renew-deadline (%v) must be more than 1.2 × --leader-election-retry-period (%v)",
+			o.renewDeadline, o.retryPeriod)
+	case o.leaseDuration <= o.renewDeadline:
+		return fmt.Errorf("--leader-election-lease-duration (%v) must be more than --leader-election-renew-deadline (%v)",
+			o.leaseDuration, o.renewDeadline)
+	}
+	return nil
 }
 
 // zapOptions turns --log-format and --log-level into controller-runtime's zap options.
