@@ -17,7 +17,6 @@ import (
 
 	"github.com/kraan-io/kraan-operator/internal/controller"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
-	"github.com/kraan-io/kraan-operator/internal/watches"
 	"github.com/kraan-io/kraan-operator/test/localplane"
 )
 
@@ -92,11 +91,7 @@ func startOperator(cfg *rest.Config, dir string) (func() error, error) {
 // with the chart-backed kinds of the repository's watches.yaml: without them
 // only the Go half of Habitat would run and no Habitat would be deployed.
 func operatorOptions(dir string) (controller.Options, error) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return controller.Options{}, err
-	}
-	chartKinds, err := watches.Load(filepath.Join(root, "watches.yaml"))
+	chartKinds, err := testenv.Watches()
 	if err != nil {
 		return controller.Options{}, err
 	}
