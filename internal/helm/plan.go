@@ -108,6 +108,13 @@ func planFailed(obs Observation, matches bool, policy Policy, failures Failures)
 	if retry && obs.PreviousDeployed != nil && !exhausted(policy.UpgradeRetries, failures.Upgrade) {
 		return ActionUpgrade
 	}
+	// An interrupted first install is completed in place, as Flux does: Helm
+	// upgrades a release whose only revision failed, so the objects the
+	// install created keep their identity instead of being deleted and
+	// created again by the uninstall remediation.
+	if Interrupted(obs.Latest) && obs.PreviousDeployed == nil && !exhausted(policy.InstallRetries, failures.Install) {
+		return ActionUpgrade
+	}
 	return remediate(obs, policy, failures)
 }
 

@@ -62,7 +62,9 @@ func TestPlan(t *testing.T) {
 		{"interrupted upgrade with uninstall strategy is retried, not uninstalled", Observation{Latest: interrupted(rel(2, release.StatusFailed), release.StatusPendingUpgrade), PreviousDeployed: rel(1, release.StatusDeployed)}, true, Policy{UpgradeRetries: 1, UpgradeStrategyUninstall: true}, Failures{}, ActionUpgrade},
 		{"interrupted retry after exhausted upgrades is remediated", Observation{Latest: interrupted(rel(3, release.StatusFailed), release.StatusPendingUpgrade), PreviousDeployed: rel(1, release.StatusDeployed)}, true, upgradeRetries, Failures{Upgrade: 3}, ActionRollback},
 		{"interrupted rollback upgrades", Observation{Latest: interrupted(rel(3, release.StatusFailed), release.StatusPendingRollback), PreviousDeployed: rel(1, release.StatusSuperseded)}, false, Policy{}, Failures{}, ActionUpgrade},
-		{"interrupted install uninstalls before installing again", Observation{Latest: interrupted(rel(1, release.StatusFailed), release.StatusPendingInstall)}, true, Policy{}, Failures{}, ActionUninstall},
+		{"interrupted install is completed in place", Observation{Latest: interrupted(rel(1, release.StatusFailed), release.StatusPendingInstall)}, true, Policy{}, Failures{}, ActionUpgrade},
+		{"interrupted install after exhausted install retries is remediated", Observation{Latest: interrupted(rel(1, release.StatusFailed), release.StatusPendingInstall)}, true, Policy{InstallRetries: 1}, Failures{Install: 2}, ActionStalled},
+		{"interrupted install after exhausted retries with remediateLastFailure is uninstalled", Observation{Latest: interrupted(rel(1, release.StatusFailed), release.StatusPendingInstall)}, true, Policy{InstallRetries: 1, InstallRemediateLast: true}, Failures{Install: 2}, ActionUninstall},
 		{"uninstalled with history reinstalls", Observation{Latest: rel(3, release.StatusUninstalled)}, false, Policy{}, Failures{}, ActionInstall},
 	}
 	for _, tc := range cases {
@@ -80,4 +82,29 @@ func TestValuesDigest_IgnoresMapOrder(t *testing.T) {
 	g.Expect(ValuesDigest(a)).To(Equal(ValuesDigest(b)))
 	g.Expect(ValuesDigest(a)).NotTo(Equal(ValuesDigest(map[string]any{"a": 2})))
 	g.Expect(ValuesDigest(nil)).To(Equal(ValuesDigest(map[string]any{})))
+}
+
+func TestCountFailure(t *testing.T) {
+	deployed, failedInstall := rel(1, release.StatusDeployed), rel(1, release.StatusFailed)
+	for _, tt := range []struct {
+		name   string
+		failed Action
+		obs    Observation
+		want   Failures
+	}{
+		{"install", ActionInstall, Observation{}, Failures{Install: 1}},
+		{"upgrade of a deployed release", ActionUpgrade, Observation{Latest: deployed}, Failures{Upgrade: 1}},
+		{"upgrade completing an interrupted install counts as an install", ActionUpgrade,
+			Observation{Latest: interrupted(failedInstall, release.StatusPendingInstall)}, Failures{Install: 1}},
+		{"upgrade after a failed upgrade", ActionUpgrade,
+			Observation{Latest: rel(2, release.StatusFailed), PreviousDeployed: rel(1, release.StatusSuperseded)}, Failures{Upgrade: 1}},
+		{"test of an install", ActionTest, Observation{Latest: deployed}, Failures{Install: 1}},
+		{"test of an upgrade", ActionTest, Observation{Latest: rel(2, release.StatusDeployed), PreviousDeployed: rel(1, release.StatusSuperseded)}, Failures{Upgrade: 1}},
+		{"test of a first revision never deployed", ActionTest, Observation{Latest: failedInstall}, Failures{Install: 1}},
+		{"rollback counts nothing", ActionRollback, Observation{Latest: deployed}, Failures{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(countFailure(Failures{}, tt.failed, tt.obs)).To(Equal(tt.want))
+		})
+	}
 }

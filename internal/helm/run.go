@@ -163,10 +163,14 @@ func unlock(cfg *action.Configuration, rel *release.Release) (string, error) {
 }
 
 // countFailure counts a failed install or upgrade. A failed test counts
-// against the action that made the tested revision.
+// against the action that made the tested revision, and an upgrade of a
+// release that never deployed (completing an interrupted install) as an
+// install.
 func countFailure(f Failures, failed Action, obs Observation) Failures {
+	neverDeployed := obs.PreviousDeployed == nil && (obs.Latest == nil || obs.Latest.Info == nil ||
+		obs.Latest.Info.Status != release.StatusDeployed)
 	switch {
-	case failed == ActionInstall, failed == ActionTest && obs.PreviousDeployed == nil:
+	case failed == ActionInstall, failed == ActionTest && obs.PreviousDeployed == nil, failed == ActionUpgrade && neverDeployed:
 		f.Install++
 	case failed == ActionUpgrade, failed == ActionTest:
 		f.Upgrade++

@@ -6,89 +6,137 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 )
 
-// TestEngine_Run_retriesAnInterruptedUpgrade: an operator killed mid-upgrade
-// leaves the newest revision pending-upgrade. The engine unlocks it and
-// upgrades again, with no remediation: nothing failed, so neither a rollback
-// (which would roll the workload back and forth) nor, with the uninstall
-// strategy, an uninstall (which would delete it). The retried revision is
-// not marked interrupted itself. test/e2e/crash kills a real operator.
-func TestEngine_Run_retriesAnInterruptedUpgrade(t *testing.T) {
-	g := NewWithT(t)
+// TestEngine_Run_recoversInterruptedOperations: an operator killed mid-action
+// leaves the newest revision pending. The engine unlocks it and completes the
+// action with an upgrade, with no remediation: nothing failed, so neither a
+// rollback (which would roll the workload back and forth) nor an uninstall
+// (which would delete it) is right. The retried revision is not marked
+// interrupted itself. test/e2e/crash kills a real operator.
+func TestEngine_Run_recoversInterruptedOperations(t *testing.T) {
 	env, err := testenv.Start()
-	g.Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = env.Stop() })
 	engine, err := NewEngine(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name      string
+		namespace string
+		// interrupt turns storage into what a kill leaves: the revision that
+		// was pending and its status.
+		interrupt func(g Gomega, cfg *action.Configuration, req Request) (int, release.Status)
+		want      map[int]string
+	}{
+		{name: "upgrade", namespace: "upgrade", interrupt: pendingUpgrade,
+			want: map[int]string{1: "superseded", 2: "failed", 3: "deployed"}},
+		{name: "first install", namespace: "install", interrupt: pendingInstall,
+			want: map[int]string{1: "superseded", 2: "deployed"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			g.Expect(env.Client.Create(ctx, namespaceObject(tt.namespace))).To(Succeed())
+			req := interruptibleRequest(g, tt.namespace)
+			_, err := engine.Run(ctx, req)
+			g.Expect(err).NotTo(HaveOccurred())
+			key, before := types.NamespacedName{Namespace: tt.namespace, Name: "app"}, &appsv1.Deployment{}
+			g.Expect(env.Client.Get(ctx, key, before)).To(Succeed())
+
+			req.Desired.Values = map[string]any{"message": "two"}
+			cfg, err := engine.configFor(req.Target, t.Logf)
+			g.Expect(err).NotTo(HaveOccurred())
+			pending, status := tt.interrupt(g, cfg, req)
+
+			res, err := engine.Run(ctx, req)
+			g.Expect(err).NotTo(HaveOccurred())
+			actions := make([]Action, 0, len(res.Steps))
+			for _, s := range res.Steps {
+				g.Expect(s.Err).NotTo(HaveOccurred())
+				actions = append(actions, s.Action)
+			}
+			g.Expect(actions).To(Equal([]Action{ActionUnlock, ActionUpgrade}))
+			g.Expect(res.Steps[0].Detail).To(And(ContainSubstring("revision %d", pending), ContainSubstring(status.String())))
+			g.Expect(res.Next).To(Equal(ActionNone))
+
+			history, err := cfg.Releases.History("app")
+			g.Expect(err).NotTo(HaveOccurred())
+			statuses := map[int]string{}
+			for _, rel := range history {
+				statuses[rel.Version] = rel.Info.Status.String()
+				if rel.Version == pending {
+					g.Expect(rel.Labels).To(HaveKeyWithValue(InterruptedLabel, status.String()))
+				} else {
+					g.Expect(rel.Labels).NotTo(HaveKey(InterruptedLabel), "revision %d", rel.Version)
+				}
+			}
+			g.Expect(statuses).To(Equal(tt.want))
+			g.Expect(req.Desired.Matches(res.Latest)).To(BeTrue())
+			after := &appsv1.Deployment{}
+			g.Expect(env.Client.Get(ctx, key, after)).To(Succeed())
+			g.Expect(after.UID).To(Equal(before.UID), "the Deployment was deleted and created again")
+		})
+	}
+}
+
+// interruptibleRequest releases the small chart with no waits (envtest runs
+// no controllers, so no Deployment ever becomes ready) and the uninstall
+// upgrade strategy, the remediation that would hurt most.
+func interruptibleRequest(g Gomega, namespace string) Request {
 	root, err := testenv.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	chrt, err := loader.LoadDir(filepath.Join(root, "testdata", "charts", "small"))
 	g.Expect(err).NotTo(HaveOccurred())
-
-	// envtest runs no controllers, so no Deployment ever becomes ready.
 	noWait := kraanv1.ActionOptions{DisableWait: true}
-	spec := &kraanv1.HelmReleaseSpec{
-		Install: &kraanv1.Install{ActionOptions: noWait},
-		Upgrade: &kraanv1.Upgrade{ActionOptions: noWait, Remediation: &kraanv1.UpgradeRemediation{
-			Retries: 1, Strategy: kraanv1.UninstallRemediation,
-		}},
-		Rollback:  &kraanv1.Rollback{ActionOptions: noWait},
-		Uninstall: &kraanv1.Uninstall{DisableWait: true},
-	}
-	req := Request{
-		Target:  Target{ReleaseName: "app", Namespace: "default", StorageNamespace: "default"},
+	return Request{
+		Target:  Target{ReleaseName: "app", Namespace: namespace, StorageNamespace: namespace},
 		Desired: Desired{Chart: chrt, ChartDigest: "sha256:one", Values: map[string]any{"message": "one"}},
-		Spec:    spec,
+		Spec: &kraanv1.HelmReleaseSpec{
+			Install: &kraanv1.Install{ActionOptions: noWait},
+			Upgrade: &kraanv1.Upgrade{ActionOptions: noWait, Remediation: &kraanv1.UpgradeRemediation{
+				Retries: 1, Strategy: kraanv1.UninstallRemediation,
+			}},
+			Rollback:  &kraanv1.Rollback{ActionOptions: noWait},
+			Uninstall: &kraanv1.Uninstall{DisableWait: true},
+		},
 	}
-	ctx := context.Background()
-	_, err = engine.Run(ctx, req)
-	g.Expect(err).NotTo(HaveOccurred())
-	key, before := client.ObjectKey{Namespace: "default", Name: "app"}, &appsv1.Deployment{}
-	g.Expect(env.Client.Get(ctx, key, before)).To(Succeed())
+}
 
-	// What SIGKILL during the upgrade to "two" leaves in storage.
-	req.Desired = Desired{Chart: chrt, ChartDigest: "sha256:one", Values: map[string]any{"message": "two"}}
-	cfg, err := engine.configFor(req.Target, t.Logf)
-	g.Expect(err).NotTo(HaveOccurred())
+// pendingUpgrade is what SIGKILL during the upgrade to req's values leaves:
+// a second revision, pending-upgrade, beside the deployed first.
+func pendingUpgrade(g Gomega, cfg *action.Configuration, req Request) (int, release.Status) {
 	pending, err := cfg.Releases.Get("app", 1)
 	g.Expect(err).NotTo(HaveOccurred())
 	pending.Version, pending.Config, pending.Labels = 2, req.Desired.Values, req.Desired.labels()
 	pending.SetStatus(release.StatusPendingUpgrade, "Preparing upgrade")
 	g.Expect(cfg.Releases.Create(pending)).To(Succeed())
+	return 2, release.StatusPendingUpgrade
+}
 
-	res, err := engine.Run(ctx, req)
+// pendingInstall is what SIGKILL during the first install leaves once Helm
+// created the objects: the only revision, pending-install.
+func pendingInstall(g Gomega, cfg *action.Configuration, _ Request) (int, release.Status) {
+	rel, err := cfg.Releases.Get("app", 1)
 	g.Expect(err).NotTo(HaveOccurred())
-	actions := make([]Action, 0, len(res.Steps))
-	for _, s := range res.Steps {
-		g.Expect(s.Err).NotTo(HaveOccurred())
-		actions = append(actions, s.Action)
-	}
-	g.Expect(actions).To(Equal([]Action{ActionUnlock, ActionUpgrade}))
-	g.Expect(res.Steps[0].Detail).To(And(ContainSubstring("revision 2"), ContainSubstring("pending-upgrade")))
-	g.Expect(res.Next).To(Equal(ActionNone))
+	rel.SetStatus(release.StatusPendingInstall, "Initial install underway")
+	g.Expect(cfg.Releases.Update(rel)).To(Succeed())
+	return 1, release.StatusPendingInstall
+}
 
-	history, err := cfg.Releases.History("app")
-	g.Expect(err).NotTo(HaveOccurred())
-	statuses := map[int]string{}
-	for _, rel := range history {
-		statuses[rel.Version] = rel.Info.Status.String()
-		if rel.Version == 2 {
-			g.Expect(rel.Labels).To(HaveKeyWithValue(InterruptedLabel, "pending-upgrade"))
-		} else {
-			g.Expect(rel.Labels).NotTo(HaveKey(InterruptedLabel), "revision %d", rel.Version)
-		}
-	}
-	g.Expect(statuses).To(Equal(map[int]string{1: "superseded", 2: "failed", 3: "deployed"}))
-	g.Expect(req.Desired.Matches(res.Latest)).To(BeTrue())
-	after := &appsv1.Deployment{}
-	g.Expect(env.Client.Get(ctx, key, after)).To(Succeed())
-	g.Expect(after.UID).To(Equal(before.UID), "the Deployment was deleted and created again")
+func namespaceObject(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }

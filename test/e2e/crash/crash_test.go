@@ -54,8 +54,9 @@ func TestCrash_KilledDuringUpgrade_RecoversInPlace(t *testing.T) {
 
 // TestCrash_KilledDuringInstall_RecoversToReady: the operator is SIGKILLed
 // while Helm waits for a first install's pods, which leaves revision 1
-// pending-install. A new operator process unlocks it and brings the release
-// to Ready.
+// pending-install. A new operator process unlocks it and completes the
+// install in place with an upgrade, as Flux does: the objects the install
+// created are kept, not uninstalled and created again.
 func TestCrash_KilledDuringInstall_RecoversToReady(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
@@ -67,23 +68,23 @@ func TestCrash_KilledDuringInstall_RecoversToReady(t *testing.T) {
 	killed := killMidOperation(t, first, ns, gated, 1, "pending-install")
 	g.Expect(helmRevisions(g, ns)).To(Equal(map[int]string{1: "pending-install"}),
 		"the kill did not interrupt the install")
+	uid := deployment(g, ns).UID
 
 	hr := recoverAfter(t, ns, gated, killed)
 
-	revisions := helmRevisions(g, ns)
-	latest := newest(revisions)
-	g.Expect(revisions).To(HaveKeyWithValue(latest, "deployed"), "revisions: %v", revisions)
-	g.Expect(revisions).NotTo(ContainElement(HavePrefix("pending")), "revisions: %v", revisions)
+	g.Expect(helmRevisions(g, ns)).To(Equal(map[int]string{1: "superseded", 2: "deployed"}))
 	g.Expect(hr.Status.History).NotTo(BeEmpty())
-	g.Expect(hr.Status.History[0].Version).To(Equal(latest))
+	g.Expect(hr.Status.History[0].Version).To(Equal(2))
 	g.Expect(hr.Status.History[0].Status).To(Equal("deployed"))
+	g.Expect(condition(hr, kraanv1.RemediatedCondition)).To(BeNil(), "nothing failed, yet the release was remediated")
 
 	g.Expect(configMapData(g, ns)).To(HaveKeyWithValue("message", "one"))
-	expectRolledOut(g, deployment(g, ns))
-	// Nothing of an install that never finished is worth keeping: the
-	// remediation of a failed install (uninstall) clears it for a new one.
+	d := deployment(g, ns)
+	g.Expect(d.UID).To(Equal(uid), "the Deployment of the interrupted install was deleted and created again")
+	expectRolledOut(g, d)
 	expectRecoveryEvents(t, ns, 1, "pending-install",
-		ContainElements(kraanv1.ReasonUnlocked, kraanv1.ReasonInstallSucceeded))
+		ContainElements(kraanv1.ReasonUnlocked, kraanv1.ReasonUpgradeSucceeded),
+		Not(ContainElement(BeElementOf(kraanv1.ReasonUninstallSucceeded, kraanv1.ReasonInstallSucceeded))))
 }
 
 // expectRecoveryEvents waits until the HelmRelease app's event reasons satisfy

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -138,14 +136,6 @@ func helmRevisions(g Gomega, namespace string) map[int]string {
 		revisions[version] = s.Labels["status"]
 	}
 	return revisions
-}
-
-// newest is the highest revision of revisions, 0 when there is none.
-func newest(revisions map[int]string) int {
-	if len(revisions) == 0 {
-		return 0
-	}
-	return slices.Max(slices.Collect(maps.Keys(revisions)))
 }
 
 // deployment returns the release's Deployment, or fails g.
