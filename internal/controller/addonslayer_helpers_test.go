@@ -74,15 +74,7 @@ func startLayerEnv(t *testing.T) *layerEnv {
 	g.Expect(SetupAddonsLayer(mgr, Options{MaxConcurrentReconciles: 2, Layers: LayerOptions{
 		Store: store, DefaultSourceNamespace: sourceNamespace,
 	}})).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with an error: %v", err)
-		}
-	})
+	runManager(t, mgr)
 
 	e := &layerEnv{c: env.Client, artifacts: newArtifactServer(t)}
 	g.Expect(e.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sourceNamespace}})).To(Succeed())
@@ -297,4 +289,17 @@ func labelsMatch(m *dto.Metric, want map[string]string) bool {
 		}
 	}
 	return n == len(want)
+}
+
+// runManager starts mgr until t ends, and fails t when it stops with an error.
+func runManager(t *testing.T, mgr ctrl.Manager) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager stopped with an error: %v", err)
+		}
+	})
 }

@@ -61,15 +61,7 @@ func startChartEnv(t *testing.T, edits ...func(*watches.Watch)) client.Client {
 		r := &ChartReconciler{Client: mgr.GetClient(), Engine: engine, Watch: w}
 		g.Expect(r.SetupWithManager(mgr, Options{MaxConcurrentReconciles: 2})).To(Succeed())
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with an error: %v", err)
-		}
-	})
+	runManager(t, mgr)
 	return env.Client
 }
 

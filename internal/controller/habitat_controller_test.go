@@ -54,15 +54,7 @@ func startHabitatEnv(t *testing.T) client.Client {
 	engine, err := helm.NewEngine(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(setupHybrid(engine)(mgr, Options{MaxConcurrentReconciles: 2, Watches: list})).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with an error: %v", err)
-		}
-	})
+	runManager(t, mgr)
 	return env.Client
 }
 

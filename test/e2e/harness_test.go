@@ -18,10 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,14 +43,6 @@ const (
 	repoName      = "addons"
 	gitBackend    = "/usr/lib/git-core/git-http-backend"
 )
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(kraanv1.AddToScheme(s))
-	utilruntime.Must(sourcev1.AddToScheme(s))
-	return s
-}
 
 // harness is one local plane with source-controller, a Git server and the
 // operator's AddonsLayer controller.
@@ -97,7 +86,7 @@ func startHarness(t *testing.T) *harness {
 	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
 		Paths: []string{filepath.Join(root, "config", "crd", "bases"), scCRDs}, ErrorIfPathMissing: true})
 	g.Expect(err).NotTo(HaveOccurred())
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: newScheme()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	h := &harness{t: t, c: c, cfg: rest.CopyConfig(cfg), dir: dir, work: filepath.Join(dir, "work"), bare: filepath.Join(dir, "git", repoName+".git"),

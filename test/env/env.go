@@ -11,15 +11,10 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/test/localplane"
 )
@@ -75,17 +70,6 @@ func OptionsFromEnv(dir string) (Options, error) {
 		}
 	}
 	return o, errors.Join(missing...)
-}
-
-// Scheme is the scheme of Env.Client: Kubernetes, kraan.io, habitat.kraan.io
-// and Flux source types.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(kraanv1.AddToScheme(s))
-	utilruntime.Must(habitatv1.AddToScheme(s))
-	utilruntime.Must(sourcev1.AddToScheme(s))
-	return s
 }
 
 func (o Options) progress(step string) {
@@ -152,7 +136,7 @@ func (e *Env) startPlane(ctx context.Context, o Options) error {
 		Paths: []string{filepath.Join(root, "config", "crd", "bases"), o.SourceCRDs}, ErrorIfPathMissing: true}); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
-	e.Client, err = client.NewWithWatch(plane.RESTConfig(), client.Options{Scheme: Scheme()})
+	e.Client, err = client.NewWithWatch(plane.RESTConfig(), client.Options{Scheme: testenv.Scheme})
 	return err
 }
 
