@@ -15,7 +15,6 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -26,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -238,11 +236,6 @@ func (h *harness) startOperator(cfg *rest.Config, dir string) {
 		}
 	})
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
-	// SetupAll registers the operator's metrics with controller-runtime's
-	// global registry, which refuses a second registration: every test that
-	// starts a harness runs a manager of its own in this process, so each gets
-	// a fresh registry. Nothing serves it (the metrics server is off).
-	ctrlmetrics.Registry = prometheus.NewRegistry()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: testenv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
