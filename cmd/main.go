@@ -25,9 +25,11 @@ import (
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller"
+	"github.com/kraan-io/kraan-operator/internal/controller/addonslayer"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/health"
 	"github.com/kraan-io/kraan-operator/internal/olm"
+	"github.com/kraan-io/kraan-operator/internal/operator"
 )
 
 // leaderElectionID names the Lease replicas compete for.
@@ -108,15 +110,18 @@ func startManager(ctx context.Context, opts *options) error {
 	if err := addProbes(mgr, opts.namespaces()); err != nil {
 		return err
 	}
-	layers := controller.LayerOptions{
+	layers := addonslayer.Options{
 		DataPath: opts.dataPath, SourceHostOverride: opts.sourceHostOverride, DefaultSourceNamespace: opts.sourceNamespace,
 	}
 	chartKinds, err := opts.loadWatches()
 	if err != nil {
 		return err
 	}
-	if err := controller.SetupAll(mgr, controller.Options{
-		MaxConcurrentReconciles: opts.concurrent, Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount,
+	if err := operator.SetupAll(mgr, operator.Options{
+		ControllerOptions: kit.ControllerOptions{
+			MaxConcurrentReconciles: opts.concurrent, MinRetryDelay: opts.minRetryDelay, MaxRetryDelay: opts.maxRetryDelay,
+		},
+		Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount,
 		Watches: chartKinds, WatchNamespaces: opts.namespaces(),
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
@@ -138,7 +143,7 @@ func addProbes(mgr ctrl.Manager, watchNamespaces []string) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the liveness check: %w", err)
 	}
-	synced := health.NewCacheSyncCheck(mgr.GetCache(), controller.WatchedKinds(watchNamespaces)...)
+	synced := health.NewCacheSyncCheck(mgr.GetCache(), operator.WatchedKinds(watchNamespaces)...)
 	if err := mgr.Add(synced); err != nil {
 		return fmt.Errorf("adding the cache sync watcher: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
@@ -28,6 +29,8 @@ type options struct {
 	retryPeriod             time.Duration
 	gracefulShutdown        time.Duration
 	concurrent              int
+	minRetryDelay           time.Duration
+	maxRetryDelay           time.Duration
 	logFormat               string
 	logLevel                string
 	dataPath                string
@@ -65,6 +68,10 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 	fs.DurationVar(&opts.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second,
 		"How long in-flight reconciles may run after a termination signal.")
 	fs.IntVar(&opts.concurrent, "concurrent", 4, "Number of concurrent reconciles per kind.")
+	fs.DurationVar(&opts.minRetryDelay, "min-retry-delay", kit.DefaultMinRetryDelay,
+		"The first delay before an object whose reconcile failed transiently is retried; it doubles on every failure.")
+	fs.DurationVar(&opts.maxRetryDelay, "max-retry-delay", kit.DefaultMaxRetryDelay,
+		"The longest delay between retries of an object whose reconcile keeps failing transiently.")
 	fs.StringVar(&opts.logFormat, "log-format", "json", "Log format: json or console.")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "Log level: debug, info or error.")
 	fs.StringVar(&opts.dataPath, "data-path", filepath.Join(os.TempDir(), "kraan-artifacts"),

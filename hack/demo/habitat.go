@@ -17,7 +17,7 @@ import (
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller"
+	habitatctrl "github.com/kraan-io/kraan-operator/internal/controller/habitat"
 )
 
 // habitatSettle bounds how long a Habitat's peer list may lag behind its
@@ -87,7 +87,7 @@ func (d *demo) habitatRunning(ctx context.Context, key client.ObjectKey) (string
 func (d *demo) runningPods(ctx context.Context, h *habitatv1.Habitat) (ips, nodes []string, err error) {
 	var pods corev1.PodList
 	if err := d.env.Client.List(ctx, &pods, client.InNamespace(h.Namespace),
-		client.MatchingLabels{controller.HabitatLabel: h.Name}); err != nil {
+		client.MatchingLabels{habitatctrl.HabitatLabel: h.Name}); err != nil {
 		return nil, nil, err
 	}
 	for _, p := range pods.Items {

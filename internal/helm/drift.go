@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/fluxcd/pkg/ssa/jsondiff"
-	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -58,7 +57,7 @@ func (r DriftReport) Message() string {
 // server-side dry-run applies (so defaults and other managers' fields do not
 // count as drift) and, when spec.driftDetection.mode is enabled, applies the
 // manifest's version of every drifted object.
-func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *release.Release, spec *kraanv1.HelmReleaseSpec) (DriftReport, error) {
+func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *Revision, spec *kraanv1.HelmReleaseSpec) (DriftReport, error) {
 	c, err := e.clientFor(target)
 	if err != nil {
 		return DriftReport{}, err

@@ -29,6 +29,10 @@ type Request struct {
 	// PostRenderer, when set, changes what the chart rendered before Helm
 	// applies it on install and upgrade (owner references for chart-backed kinds).
 	PostRenderer postrender.PostRenderer
+	// BeforeAction, when set, is called before each action starts, with the
+	// action and what storage held: the controller reports progress on the
+	// object while Helm works, which may take until the action's timeout.
+	BeforeAction func(ctx context.Context, action Action, latest *Revision)
 }
 
 // Step is one Helm action the engine took.
@@ -73,6 +77,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		res.Next = Plan(obs, req.Desired.Matches, policy, res.Failures)
 		if res.Next == ActionNone || res.Next == ActionStalled {
 			return res, nil
+		}
+		if req.BeforeAction != nil {
+			req.BeforeAction(ctx, res.Next, revisionOf(obs.Latest, req.Desired))
 		}
 		step := e.act(ctx, cfg, req, obs, res.Next)
 		step.LogTail = logs.lines()

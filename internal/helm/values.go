@@ -74,3 +74,34 @@ func valuesKey(ref kraanv1.ValuesReference) string {
 	}
 	return ref.ValuesKey
 }
+
+// InvalidValuesError is returned when values do not satisfy the chart's
+// values.schema.json (or a subchart's): a mistake in the spec, not a failed
+// release.
+type InvalidValuesError struct {
+	Chart string
+	Err   error
+}
+
+func (e *InvalidValuesError) Error() string {
+	return fmt.Sprintf("values do not match the schema of chart %s: %v", e.Chart, e.Err)
+}
+
+func (e *InvalidValuesError) Unwrap() error { return e.Err }
+
+// ValidateValues checks values, coalesced with the chart's defaults as Helm
+// renders them, against the schemas of the chart and its subcharts, before any
+// action: Helm would fail the install or upgrade the same way, and count it.
+func ValidateValues(c *Chart, values map[string]any) error {
+	if c == nil {
+		return nil
+	}
+	coalesced, err := chartutil.CoalesceValues(c, values)
+	if err != nil {
+		return &InvalidValuesError{Chart: c.Name(), Err: err}
+	}
+	if err := chartutil.ValidateAgainstSchema(c, coalesced); err != nil {
+		return &InvalidValuesError{Chart: c.Name(), Err: err}
+	}
+	return nil
+}

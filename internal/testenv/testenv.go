@@ -5,23 +5,30 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
 // Scheme knows the built-in kinds, CRDs and the operator's kinds.
@@ -96,14 +103,15 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// Watches loads the repository's watches.yaml: the chart-backed kinds the
-// operator's image runs, for tests that run the manager as cmd/main.go does.
-func Watches() ([]watches.Watch, error) {
+// WatchesFile is the path of the repository's watches.yaml: the chart-backed
+// kinds the operator's image runs, for tests that run the manager as
+// cmd/main.go does (watches.Load reads it).
+func WatchesFile() (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return watches.Load(filepath.Join(root, "watches.yaml"))
+	return filepath.Join(root, "watches.yaml"), nil
 }
 
 // WriteKubeconfig writes a kubeconfig for the environment's admin user to
@@ -140,4 +148,42 @@ func InstallCRDs(cfg *rest.Config) error {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
 	return nil
+}
+
+// NewManager returns a manager on cfg for a test: the operator's scheme, no
+// metrics server, and controller names not checked for uniqueness, since the
+// tests of a package start one manager each in one process.
+func NewManager(t testing.TB, cfg *rest.Config) ctrl.Manager {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating a manager: %v", err)
+	}
+	return mgr
+}
+
+// RunManager starts mgr until t ends, and fails t when it stops with an error.
+func RunManager(t testing.TB, mgr ctrl.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager stopped with an error: %v", err)
+		}
+	})
+}
+
+// CreateNamespace creates namespace name, or fails t.
+func CreateNamespace(t testing.TB, c client.Client, name string) {
+	t.Helper()
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
 }

@@ -8,9 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/strvals"
+	"github.com/kraan-io/kraan-operator/internal/helm"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,7 +42,7 @@ type Watch struct {
 
 	// LoadedChart is Chart, loaded at start so a broken chart stops the
 	// operator instead of failing every reconcile.
-	LoadedChart *chart.Chart `json:"-"`
+	LoadedChart *helm.Chart `json:"-"`
 	// LabelSelector is Selector, parsed; labels.Everything() when unset.
 	LabelSelector labels.Selector `json:"-"`
 	// expandedOverrides are OverrideValues after environment expansion.
@@ -126,7 +124,7 @@ func (w *Watch) loadChart(dir string) error {
 	if !filepath.IsAbs(w.Chart) {
 		w.Chart = filepath.Join(dir, w.Chart)
 	}
-	loaded, err := loader.Load(w.Chart)
+	loaded, err := helm.LoadChart(w.Chart)
 	if err != nil {
 		return fmt.Errorf("loading chart %s: %w", w.Chart, err)
 	}
@@ -153,7 +151,7 @@ func (w *Watch) expandOverrides() error {
 	w.expandedOverrides = make(map[string]string, len(w.OverrideValues))
 	for key, value := range w.OverrideValues {
 		expanded := os.ExpandEnv(value)
-		if err := strvals.ParseInto(key+"="+expanded, map[string]any{}); err != nil {
+		if err := helm.ParseSetValue(key+"="+expanded, map[string]any{}); err != nil {
 			return fmt.Errorf("overrideValues %s: %w", key, err)
 		}
 		w.expandedOverrides[key] = expanded
@@ -171,7 +169,7 @@ func (w *Watch) Values(spec map[string]any) (map[string]any, error) {
 		values = runtime.DeepCopyJSON(spec)
 	}
 	for key, value := range w.expandedOverrides {
-		if err := strvals.ParseInto(key+"="+value, values); err != nil {
+		if err := helm.ParseSetValue(key+"="+value, values); err != nil {
 			return nil, fmt.Errorf("applying overrideValues %s: %w", key, err)
 		}
 	}

@@ -29,8 +29,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/operator"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/localplane"
@@ -163,7 +164,7 @@ func installWithOperator(b *testing.B, cfg *rest.Config, repo *chartrepo.HTTPRep
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := controller.SetupAll(mgr, controller.Options{MaxConcurrentReconciles: 10, ChartArtifactsDir: b.TempDir()}); err != nil {
+	if err := operator.SetupAll(mgr, operator.Options{ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 10}, ChartArtifactsDir: b.TempDir()}); err != nil {
 		b.Fatal(err)
 	}
 	go func() { _ = mgr.Start(ctx) }()

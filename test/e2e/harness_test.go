@@ -28,8 +28,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller"
+	"github.com/kraan-io/kraan-operator/internal/controller/addonslayer"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
+	"github.com/kraan-io/kraan-operator/internal/operator"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/env"
@@ -241,10 +243,10 @@ func (h *harness) startOperator(cfg *rest.Config, dir string) {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(controller.SetupAll(mgr, controller.Options{
-		MaxConcurrentReconciles: 4,
-		ChartArtifactsDir:       filepath.Join(dir, "chart-artifacts"),
-		Layers: controller.LayerOptions{
+	g.Expect(operator.SetupAll(mgr, operator.Options{
+		ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4},
+		ChartArtifactsDir: filepath.Join(dir, "chart-artifacts"),
+		Layers: addonslayer.Options{
 			DataPath: h.data, DefaultSourceNamespace: fluxNamespace,
 		},
 	})).To(Succeed())

@@ -15,8 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kraan-io/kraan-operator/internal/controller"
+	"github.com/kraan-io/kraan-operator/internal/controller/addonslayer"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/operator"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/internal/watches"
 	"github.com/kraan-io/kraan-operator/test/localplane"
 )
 
@@ -71,7 +74,7 @@ func startOperator(cfg *rest.Config, dir string) (func() error, error) {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err == nil {
-		err = controller.SetupAll(mgr, opts)
+		err = operator.SetupAll(mgr, opts)
 	}
 	if err != nil {
 		_ = logFile.Close()
@@ -90,15 +93,19 @@ func startOperator(cfg *rest.Config, dir string) (func() error, error) {
 // operatorOptions are the controllers' settings as cmd/main.go makes them,
 // with the chart-backed kinds of the repository's watches.yaml: without them
 // only the Go half of Habitat would run and no Habitat would be deployed.
-func operatorOptions(dir string) (controller.Options, error) {
-	chartKinds, err := testenv.Watches()
+func operatorOptions(dir string) (operator.Options, error) {
+	file, err := testenv.WatchesFile()
 	if err != nil {
-		return controller.Options{}, err
+		return operator.Options{}, err
 	}
-	return controller.Options{
-		MaxConcurrentReconciles: 4,
-		ChartArtifactsDir:       filepath.Join(dir, "chart-artifacts"),
-		Layers: controller.LayerOptions{
+	chartKinds, err := watches.Load(file)
+	if err != nil {
+		return operator.Options{}, err
+	}
+	return operator.Options{
+		ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4},
+		ChartArtifactsDir: filepath.Join(dir, "chart-artifacts"),
+		Layers: addonslayer.Options{
 			DataPath: filepath.Join(dir, "data"), DefaultSourceNamespace: FluxNamespace,
 		},
 		Watches: chartKinds,

@@ -184,3 +184,34 @@ func IsTransient(err error) bool {
 	}
 	return false
 }
+
+// IsTerminal reports whether err is a mistake only the user can fix: a chart
+// or version the repository does not have, credentials it refuses, an index
+// or chart that is broken, a dependency or values file missing, or a request
+// the repository rejects as a client error (4xx but 408 and 429). Retrying
+// without a change gives the same answer.
+func IsTerminal(err error) bool {
+	if err == nil || IsTransient(err) {
+		return false
+	}
+	var (
+		chartNotFound   *ChartNotFoundError
+		versionNotFound *VersionNotFoundError
+		auth            *AuthError
+		invalidIndex    *InvalidIndexError
+		digest          *DigestMismatchError
+		missingDep      *MissingDependencyError
+		depMismatch     *DependencyMismatchError
+		missingValues   *MissingValuesFileError
+		status          *StatusError
+	)
+	switch {
+	case errors.As(err, &chartNotFound), errors.As(err, &versionNotFound), errors.As(err, &auth),
+		errors.As(err, &invalidIndex), errors.As(err, &digest), errors.As(err, &missingDep),
+		errors.As(err, &depMismatch), errors.As(err, &missingValues):
+		return true
+	case errors.As(err, &status):
+		return status.StatusCode >= http.StatusBadRequest && status.StatusCode < http.StatusInternalServerError
+	}
+	return false
+}

@@ -2,6 +2,9 @@ package chart
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -19,6 +22,8 @@ type indexEntry struct {
 	etag         string
 	lastModified string
 	checked      time.Time
+	// digest identifies the index's content: "sha256:<hex>" of the bytes.
+	digest string
 }
 
 // fetchHTTP gets a chart from a Helm HTTP repository: index, version, archive.
@@ -59,6 +64,34 @@ func (f *Fetcher) index(ctx context.Context, r *Repository) (*repo.IndexFile, er
 	return v.(*indexEntry).index, nil
 }
 
+// ErrNoIndex is returned by IndexRevision for repositories without an index
+// (OCI repositories list tags instead).
+var ErrNoIndex = errors.New("the repository has no index")
+
+// IndexRevision identifies the content of the repository's index, so that a
+// caller can tell when it changed. With revalidate, the repository is asked
+// now (conditionally when an index is cached); otherwise the cached index's
+// revision is returned when there is one.
+func (f *Fetcher) IndexRevision(ctx context.Context, r *Repository, revalidate bool) (string, error) {
+	if err := r.validate(); err != nil {
+		return "", err
+	}
+	if r.isOCI() {
+		return "", ErrNoIndex
+	}
+	key := r.indexURL() + "#" + r.Credentials.fingerprint()
+	if e, ok := f.indexes.get(key); ok && !revalidate {
+		return e.digest, nil
+	}
+	v, err := f.shared(ctx, "index\x00"+key, r.timeout(), func(ctx context.Context) (any, error) {
+		return f.refreshIndex(ctx, r, key)
+	})
+	if err != nil {
+		return "", err
+	}
+	return v.(*indexEntry).digest, nil
+}
+
 // refreshIndex asks for the index, conditionally when one is cached: a 304
 // costs no download and no parsing, which matters for indexes of megabytes.
 func (f *Fetcher) refreshIndex(ctx context.Context, r *Repository, key string) (*indexEntry, error) {
@@ -91,7 +124,9 @@ func (f *Fetcher) refreshIndex(ctx context.Context, r *Repository, key string) (
 	if err != nil {
 		return nil, &InvalidIndexError{URL: url, Err: err}
 	}
+	sum := sha256.Sum256(data)
 	e := &indexEntry{
+		digest:       "sha256:" + hex.EncodeToString(sum[:]),
 		index:        index,
 		etag:         resp.Header.Get("ETag"),
 		lastModified: resp.Header.Get("Last-Modified"),

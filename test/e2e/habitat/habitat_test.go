@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller"
+	habitatctrl "github.com/kraan-io/kraan-operator/internal/controller/habitat"
 )
 
 // timeout covers a StatefulSet rolling five pods on kwok.
@@ -44,7 +44,7 @@ func runningIPs(g Gomega, ns string, names ...string) []string {
 	var ips []string
 	for _, name := range names {
 		pods := &corev1.PodList{}
-		g.Expect(k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{controller.HabitatLabel: name})).To(Succeed())
+		g.Expect(k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{habitatctrl.HabitatLabel: name})).To(Succeed())
 		for _, p := range pods.Items {
 			if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
 				ips = append(ips, p.Status.PodIP)
@@ -58,11 +58,11 @@ func runningIPs(g Gomega, ns string, names ...string) []string {
 // peerFile returns the lines of a peer group's peer-watch file.
 func peerFile(g Gomega, ns, group string) []string {
 	cm := &corev1.ConfigMap{}
-	g.Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: controller.PeerConfigMapName(group)}, cm)).To(Succeed())
-	if cm.Data[controller.PeerWatchFileKey] == "" {
+	g.Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: habitatctrl.PeerConfigMapName(group)}, cm)).To(Succeed())
+	if cm.Data[habitatctrl.PeerWatchFileKey] == "" {
 		return nil
 	}
-	return strings.Split(cm.Data[controller.PeerWatchFileKey], "\n")
+	return strings.Split(cm.Data[habitatctrl.PeerWatchFileKey], "\n")
 }
 
 // statefulSetImage returns the image of a Habitat's StatefulSet.
@@ -136,7 +136,7 @@ func TestHabitat_LeaderOfThree_PeersFollowPods(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(h), &habitatv1.Habitat{}))).To(BeTrue())
 		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "redis"}, &appsv1.StatefulSet{}))).To(BeTrue())
-		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: controller.PeerConfigMapName("habitat.redis")}, &corev1.ConfigMap{}))).To(BeTrue())
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: habitatctrl.PeerConfigMapName("habitat.redis")}, &corev1.ConfigMap{}))).To(BeTrue())
 	}, timeout).Should(Succeed())
 	expectNoOperatorWarnings(t, ns)
 }
@@ -164,7 +164,7 @@ func TestHabitat_Rings_SharedAndSeparatePeerLists(t *testing.T) {
 
 	// The generated ring key stays the same across an upgrade.
 	secret := &corev1.Secret{}
-	key := types.NamespacedName{Namespace: ns, Name: controller.GeneratedRingKeySecretName("shop")}
+	key := types.NamespacedName{Namespace: ns, Name: habitatctrl.GeneratedRingKeySecretName("shop")}
 	g.Eventually(func() error { return k8s.Get(ctx, key, secret) }, timeout).Should(Succeed())
 	before := secret.Data
 	updateHabitat(g, web, func(h *habitatv1.Habitat) { h.Spec.Image = "habitat/redis:2" })
@@ -178,7 +178,7 @@ func TestHabitat_Rings_SharedAndSeparatePeerLists(t *testing.T) {
 		g.Expect(k8s.Delete(ctx, h)).To(Succeed())
 	}
 	g.Eventually(func(g Gomega) {
-		for _, name := range []string{controller.PeerConfigMapName("ring.shop"), controller.PeerConfigMapName("ring.elsewhere")} {
+		for _, name := range []string{habitatctrl.PeerConfigMapName("ring.shop"), habitatctrl.PeerConfigMapName("ring.elsewhere")} {
 			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &corev1.ConfigMap{}))).To(BeTrue())
 		}
 		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &corev1.Secret{}))).To(BeTrue())

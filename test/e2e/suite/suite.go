@@ -14,8 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kraan-io/kraan-operator/internal/controller"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/operator"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/internal/watches"
 	"github.com/kraan-io/kraan-operator/test/localplane"
 )
 
@@ -134,9 +136,13 @@ func (s *Suite) start(o Options) error {
 // the cleanups run; its chart artifacts go to a temporary directory.
 func (s *Suite) startOperator(o Operator) error {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(logLevel())))
-	opts := controller.Options{MaxConcurrentReconciles: 4}
+	opts := operator.Options{ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4}}
 	if o.Watches {
-		chartKinds, err := testenv.Watches()
+		file, err := testenv.WatchesFile()
+		if err != nil {
+			return err
+		}
+		chartKinds, err := watches.Load(file)
 		if err != nil {
 			return err
 		}
@@ -153,7 +159,7 @@ func (s *Suite) startOperator(o Operator) error {
 	if opts.ChartArtifactsDir, err = os.MkdirTemp("", "kraan-e2e-charts-"); err != nil {
 		return err
 	}
-	if err := controller.SetupAll(mgr, opts); err != nil {
+	if err := operator.SetupAll(mgr, opts); err != nil {
 		_ = os.RemoveAll(opts.ChartArtifactsDir)
 		return err
 	}

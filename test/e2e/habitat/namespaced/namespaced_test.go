@@ -26,7 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller"
+	"github.com/kraan-io/kraan-operator/internal/controller/chartbacked"
+	habitatctrl "github.com/kraan-io/kraan-operator/internal/controller/habitat"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 )
 
@@ -189,16 +190,16 @@ func expectReconciled(g Gomega, h *habitatv1.Habitat) {
 	ips := runningIPs(g, h)
 	g.Expect(ips).To(HaveLen(int(h.Spec.Count)))
 	cm := &corev1.ConfigMap{}
-	cmKey := types.NamespacedName{Namespace: h.Namespace, Name: controller.PeerConfigMapName(controller.PeerGroup(h))}
+	cmKey := types.NamespacedName{Namespace: h.Namespace, Name: habitatctrl.PeerConfigMapName(habitatctrl.PeerGroup(h))}
 	g.Expect(k8s.Get(ctx, cmKey, cm)).To(Succeed())
-	g.Expect(cm.Data[controller.PeerWatchFileKey]).To(Equal(strings.Join(ips, "\n")))
+	g.Expect(cm.Data[habitatctrl.PeerWatchFileKey]).To(Equal(strings.Join(ips, "\n")))
 	got := &habitatv1.Habitat{}
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(h), got)).To(Succeed())
 	g.Expect(got.Status.Peers).To(Equal(ips))
 	g.Expect(got.Status.ReadyReplicas).To(Equal(h.Spec.Count))
-	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, controller.ChartReady)).To(BeTrue(), "Ready: %+v", got.Status.Conditions)
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, chartbacked.ChartReady)).To(BeTrue(), "Ready: %+v", got.Status.Conditions)
 	if h.Spec.Service.GenerateRingKey {
-		g.Expect(got.Status.RingKeySecretName).To(Equal(controller.GeneratedRingKeySecretName(h.Spec.Service.Ring)))
+		g.Expect(got.Status.RingKeySecretName).To(Equal(habitatctrl.GeneratedRingKeySecretName(h.Spec.Service.Ring)))
 	}
 }
 
@@ -211,7 +212,7 @@ func expectRingKeysPerNamespace(g Gomega, watched []*habitatv1.Habitat) {
 			continue
 		}
 		secret := &corev1.Secret{}
-		key := types.NamespacedName{Namespace: h.Namespace, Name: controller.GeneratedRingKeySecretName(h.Spec.Service.Ring)}
+		key := types.NamespacedName{Namespace: h.Namespace, Name: habitatctrl.GeneratedRingKeySecretName(h.Spec.Service.Ring)}
 		g.Expect(k8s.Get(context.Background(), key, secret)).To(Succeed())
 		g.Expect(secret.Data).To(HaveLen(1))
 		for _, v := range secret.Data {
@@ -235,7 +236,7 @@ func expectUntouched(g Gomega, h *habitatv1.Habitat) {
 	g.Expect(got.Finalizers).To(BeEmpty())
 	g.Expect(got.Status).To(Equal(habitatv1.HabitatStatus{}))
 	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(h), &appsv1.StatefulSet{}))).To(BeTrue(), "a StatefulSet")
-	cmKey := types.NamespacedName{Namespace: h.Namespace, Name: controller.PeerConfigMapName(controller.PeerGroup(h))}
+	cmKey := types.NamespacedName{Namespace: h.Namespace, Name: habitatctrl.PeerConfigMapName(habitatctrl.PeerGroup(h))}
 	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, cmKey, &corev1.ConfigMap{}))).To(BeTrue(), "a peer list")
 	releases := &corev1.SecretList{}
 	g.Expect(k8s.List(ctx, releases, client.InNamespace(h.Namespace), client.MatchingLabels{"owner": "helm", "name": h.Name})).To(Succeed())
@@ -247,10 +248,10 @@ func expectGone(g Gomega, h *habitatv1.Habitat) {
 	ctx := context.Background()
 	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(h), &habitatv1.Habitat{}))).To(BeTrue(), "the Habitat")
 	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(h), &appsv1.StatefulSet{}))).To(BeTrue(), "its StatefulSet")
-	cmKey := types.NamespacedName{Namespace: h.Namespace, Name: controller.PeerConfigMapName(controller.PeerGroup(h))}
+	cmKey := types.NamespacedName{Namespace: h.Namespace, Name: habitatctrl.PeerConfigMapName(habitatctrl.PeerGroup(h))}
 	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, cmKey, &corev1.ConfigMap{}))).To(BeTrue(), "its peer list")
 	if h.Spec.Service.GenerateRingKey {
-		key := types.NamespacedName{Namespace: h.Namespace, Name: controller.GeneratedRingKeySecretName(h.Spec.Service.Ring)}
+		key := types.NamespacedName{Namespace: h.Namespace, Name: habitatctrl.GeneratedRingKeySecretName(h.Spec.Service.Ring)}
 		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &corev1.Secret{}))).To(BeTrue(), "its ring key")
 	}
 }
@@ -259,7 +260,7 @@ func expectGone(g Gomega, h *habitatv1.Habitat) {
 func runningIPs(g Gomega, h *habitatv1.Habitat) []string {
 	pods := &corev1.PodList{}
 	g.Expect(k8s.List(context.Background(), pods, client.InNamespace(h.Namespace),
-		client.MatchingLabels{controller.HabitatLabel: h.Name})).To(Succeed())
+		client.MatchingLabels{habitatctrl.HabitatLabel: h.Name})).To(Succeed())
 	var ips []string
 	for _, p := range pods.Items {
 		if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp == nil {

@@ -1,0 +1,219 @@
+package addonslayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/apply"
+	"github.com/kraan-io/kraan-operator/internal/manifest"
+	"github.com/kraan-io/kraan-operator/internal/source"
+)
+
+// Field indexes on AddonsLayers, so mappers compute requests without listing
+// every layer.
+const (
+	// layerSourceIndex is the layer's source as "<Kind>/<namespace>/<name>".
+	layerSourceIndex = ".spec.source.key"
+	// layerDependsOnIndex holds the names of the layers a layer depends on.
+	layerDependsOnIndex = ".spec.prereqs.dependsOn.name"
+)
+
+// artifactGCInterval is how often artifacts no source serves any more are
+// removed from the store; they are small, so hourly is plenty.
+const artifactGCInterval = time.Hour
+
+// Setup builds the reconciler from mgr and opts and registers it with its
+// indexes and watches.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	r, err := newReconciler(mgr, opts)
+	if err != nil {
+		return err
+	}
+	if err := r.addIndexes(mgr); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(r.collectArtifacts)); err != nil {
+		return fmt.Errorf("adding the artifact GC: %w", err)
+	}
+	owned := handler.EnqueueRequestsFromMapFunc(requestsForOwnedObject)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("addonslayer").
+		// Status updates are our own writes; only spec and annotation changes
+		// (reconcile.fluxcd.io/requestedAt) need a reconcile of the layer itself.
+		For(&kraanv1.AddonsLayer{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&kraanv1.AddonsLayer{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependencyChange)).
+		Watches(&kraanv1.HelmRelease{}, owned).
+		WatchesMetadata(&appsv1.Deployment{}, owned).
+		WatchesMetadata(&appsv1.StatefulSet{}, owned).
+		WatchesMetadata(&appsv1.DaemonSet{}, owned).
+		// Layer tests are mostly Jobs: their completion moves the layer on.
+		WatchesMetadata(&batchv1.Job{}, owned).
+		WithOptions(opts.Controller())
+	for _, src := range []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}} {
+		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(r.requestsForSourceChange))
+	}
+	// A chart-backed object turning Ready moves its layer on, like a HelmRelease.
+	for _, gvk := range opts.ChartBackedKinds {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
+		b = b.WatchesMetadata(obj, owned)
+	}
+	return b.Complete(r)
+}
+
+// newReconciler wires the reconciler's collaborators. The chart-backed kinds
+// are judged by the Ready condition their reconciler writes.
+func newReconciler(mgr ctrl.Manager, opts Options) (*AddonsLayerReconciler, error) {
+	readyKinds := make([]schema.GroupKind, 0, len(opts.ChartBackedKinds))
+	for _, gvk := range opts.ChartBackedKinds {
+		readyKinds = append(readyKinds, gvk.GroupKind())
+	}
+	if !mgr.GetScheme().Recognizes(sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind)) {
+		return nil, errors.New("the manager's scheme lacks Flux source.toolkit.fluxcd.io/v1: add sourcev1.AddToScheme")
+	}
+	store := opts.Store
+	if store == nil {
+		dir := opts.DataPath
+		if dir == "" {
+			dir = filepath.Join(os.TempDir(), "kraan-artifacts")
+		}
+		var err error
+		if store, err = source.New(dir, source.Options{HostOverride: opts.SourceHostOverride}); err != nil {
+			return nil, err
+		}
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client: %w", err)
+	}
+	metrics, err := newLayerMetrics(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &AddonsLayerReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: apply.NewApplier(mgr.GetClient(), readyKinds...),
+		Store: store, Discovery: disco, Recorder: mgr.GetEventRecorder("kraan-operator"),
+		Metrics: metrics, Options: opts, now: time.Now,
+	}, nil
+}
+
+func (r *AddonsLayerReconciler) addIndexes(mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	err := idx.IndexField(context.Background(), &kraanv1.AddonsLayer{}, layerSourceIndex, func(o client.Object) []string {
+		return []string{r.sourceKey(o.(*kraanv1.AddonsLayer))}
+	})
+	if err != nil {
+		return fmt.Errorf("indexing layers by source: %w", err)
+	}
+	err = idx.IndexField(context.Background(), &kraanv1.AddonsLayer{}, layerDependsOnIndex, func(o client.Object) []string {
+		items := o.(*kraanv1.AddonsLayer).Spec.Prereqs.DependsOn
+		names := make([]string, 0, len(items))
+		for _, item := range items {
+			name, _, _ := strings.Cut(item, "@")
+			names = append(names, name)
+		}
+		return names
+	})
+	if err != nil {
+		return fmt.Errorf("indexing layers by dependency: %w", err)
+	}
+	return nil
+}
+
+// requestsForSourceChange maps a Flux source to the layers reading it. It
+// only computes requests: fetching happens in the reconcile (Kraan downloaded
+// artifacts in its mapper).
+func (r *AddonsLayerReconciler) requestsForSourceChange(ctx context.Context, obj client.Object) []reconcile.Request {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" { // typed objects from the cache may lack TypeMeta
+		if gvks, _, err := r.Scheme().ObjectKinds(obj); err == nil && len(gvks) > 0 {
+			kind = gvks[0].Kind
+		}
+	}
+	return r.layersMatching(ctx, layerSourceIndex, sourceIndexKey(kind, obj.GetNamespace(), obj.GetName()))
+}
+
+// requestsForDependencyChange maps a layer to the layers that depend on it,
+// so a dependent starts as soon as its dependency turns Deployed.
+func (r *AddonsLayerReconciler) requestsForDependencyChange(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.layersMatching(ctx, layerDependsOnIndex, obj.GetName())
+}
+
+func (r *AddonsLayerReconciler) layersMatching(ctx context.Context, index, value string) []reconcile.Request {
+	list := &kraanv1.AddonsLayerList{}
+	if err := r.List(ctx, list, client.MatchingFields{index: value}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing layers for a watch event failed", "index", index, "value", value)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, l := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l)})
+	}
+	return reqs
+}
+
+// requestsForOwnedObject maps an object to the layer named by its label.
+func requestsForOwnedObject(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[manifest.LayerLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+}
+
+// collectArtifacts removes, every artifactGCInterval, the artifacts that no
+// layer's source serves any more.
+func (r *AddonsLayerReconciler) collectArtifacts(ctx context.Context) error {
+	ticker := time.NewTicker(artifactGCInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+			if err := r.collectArtifactsOnce(ctx); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Artifact garbage collection failed")
+			}
+		}
+	}
+}
+
+func (r *AddonsLayerReconciler) collectArtifactsOnce(ctx context.Context) error {
+	list := &kraanv1.AddonsLayerList{}
+	if err := r.List(ctx, list); err != nil {
+		return fmt.Errorf("listing layers: %w", err)
+	}
+	inUse := map[string]bool{}
+	for i := range list.Items {
+		obs, err := r.observeSource(ctx, r.Client, &list.Items[i])
+		if err != nil {
+			return err
+		}
+		if obs.artifact != nil {
+			inUse[obs.artifact.Digest] = true
+		}
+	}
+	_, err := r.Store.GC(ctx, func(d string) bool { return inUse[d] })
+	return err
+}

@@ -1,0 +1,194 @@
+package addonslayer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/layer"
+	"github.com/kraan-io/kraan-operator/internal/manifest"
+)
+
+// suspendedByHoldAnnotation marks HelmReleases that hold suspended, so unhold
+// resumes only those (Kraan's annotation, kept verbatim).
+const suspendedByHoldAnnotation = "kraan/suspended-by-hold"
+
+// reconcileHold stops a held layer here, suspending its HelmReleases so their
+// own triggers (a changed values ConfigMap) cannot upgrade them either (Kraan
+// #462). Without hold, the releases hold suspended are resumed.
+func (r *AddonsLayerReconciler) reconcileHold(ctx context.Context, sc *layerScope) *halt {
+	n, err := r.setHeldReleasesSuspended(ctx, sc.layer.Name, sc.layer.Spec.Hold)
+	if err != nil {
+		return failed(kraanv1.ReasonReconcileError, err)
+	}
+	if !sc.layer.Spec.Hold {
+		if n > 0 {
+			r.event(sc, "Resumed", "Resumed %d HelmRelease(s) suspended by hold", n)
+		}
+		return nil
+	}
+	if n > 0 {
+		r.event(sc, "Suspended", "Suspended %d HelmRelease(s) due to hold", n)
+	}
+	return &halt{state: kraanv1.HoldState, reason: reasonOnHold, message: "AddonsLayer is on hold, preventing execution"}
+}
+
+// setHeldReleasesSuspended suspends (hold) or resumes (unhold) the layer's
+// HelmReleases and returns how many it changed. Resuming touches only those
+// hold suspended; a release suspended in the source stays suspended.
+func (r *AddonsLayerReconciler) setHeldReleasesSuspended(ctx context.Context, name string, hold bool) (int, error) {
+	list := &kraanv1.HelmReleaseList{}
+	if err := r.List(ctx, list, client.MatchingLabels{manifest.LayerLabel: name}); err != nil {
+		return 0, fmt.Errorf("listing the layer's HelmReleases: %w", err)
+	}
+	changed := 0
+	for i := range list.Items {
+		hr := &list.Items[i]
+		byHold := hr.Annotations[suspendedByHoldAnnotation] == "true"
+		if hold == byHold || (hold && hr.Spec.Suspend) {
+			continue
+		}
+		if err := r.patchSuspend(ctx, hr, hold); err != nil {
+			return changed, err
+		}
+		changed++
+	}
+	return changed, nil
+}
+
+func (r *AddonsLayerReconciler) patchSuspend(ctx context.Context, hr *kraanv1.HelmRelease, hold bool) error {
+	var mark any // nil removes the annotation
+	if hold {
+		mark = "true"
+	}
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{suspendedByHoldAnnotation: mark}},
+		"spec":     map[string]any{"suspend": hold},
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.Patch(ctx, hr, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("setting suspend=%t on HelmRelease %s/%s: %w", hold, hr.Namespace, hr.Name, err)
+	}
+	return nil
+}
+
+// reconcilePrerequisites checks, in order: the API server version, that the
+// layer is in no dependency cycle, and that every layer it depends on is
+// Deployed at the required version and its source's current revision. The
+// dependencies are read fresh from the API server; a dependent is woken by
+// the watch on layers when a dependency changes, not by polling.
+func (r *AddonsLayerReconciler) reconcilePrerequisites(ctx context.Context, sc *layerScope) *halt {
+	h := r.checkK8sVersion(sc)
+	if h == nil {
+		h = r.checkCycle(ctx, sc)
+	}
+	if h == nil {
+		h = r.checkDependencies(ctx, sc)
+	}
+	if h != nil {
+		setLayerCondition(sc.layer, kraanv1.PrerequisitesMetCondition, false, h.reason, h.message)
+		return h
+	}
+	setLayerCondition(sc.layer, kraanv1.PrerequisitesMetCondition, true, reasonPrerequisitesMet, "prerequisites are met")
+	return nil
+}
+
+func (r *AddonsLayerReconciler) checkK8sVersion(sc *layerScope) *halt {
+	if sc.layer.Spec.Prereqs.K8sVersion == "" {
+		return nil
+	}
+	v, err := r.Discovery.ServerVersion()
+	if err != nil {
+		return &halt{state: kraanv1.K8sVersionState, reason: reasonK8sVersion, requeue: sc.layer.Spec.Interval.Duration,
+			message: "failed to obtain cluster api server version, " + err.Error()}
+	}
+	met, msg := layer.CheckK8sVersion(v.GitVersion, sc.layer.Spec.Prereqs.K8sVersion)
+	if met {
+		return nil
+	}
+	// The server does not upgrade itself under us often: check again each interval.
+	return &halt{state: kraanv1.K8sVersionState, reason: reasonK8sVersion, message: msg, requeue: sc.layer.Spec.Interval.Duration}
+}
+
+// checkCycle builds the graph of every layer's dependsOn; a cycle is a
+// configuration error no wait can fix.
+func (r *AddonsLayerReconciler) checkCycle(ctx context.Context, sc *layerScope) *halt {
+	if len(sc.layer.Spec.Prereqs.DependsOn) == 0 {
+		return nil
+	}
+	list := &kraanv1.AddonsLayerList{}
+	if err := r.List(ctx, list); err != nil {
+		return failed(kraanv1.ReasonReconcileError, fmt.Errorf("listing layers: %w", err))
+	}
+	nodes := make([]layer.Node, 0, len(list.Items)+1)
+	for _, l := range list.Items {
+		if l.Name != sc.layer.Name { // our own spec is the fresh one
+			nodes = append(nodes, layer.Node{Name: l.Name, DependsOn: l.Spec.Prereqs.DependsOn})
+		}
+	}
+	nodes = append(nodes, layer.Node{Name: sc.layer.Name, DependsOn: sc.layer.Spec.Prereqs.DependsOn})
+	if cycle := layer.NewGraph(nodes).CycleOf(sc.layer.Name); cycle != nil {
+		return stalledFailure(reasonDependencyCycle, layer.CycleMessage(cycle))
+	}
+	return nil
+}
+
+func (r *AddonsLayerReconciler) checkDependencies(ctx context.Context, sc *layerScope) *halt {
+	deps, err := layer.ParseDependencies(sc.layer.Spec.Prereqs.DependsOn)
+	if err != nil {
+		return stalledFailure(reasonInvalidDependency, err.Error())
+	}
+	var lookupErr error
+	met, msg := layer.CheckDependencies(deps, func(name string) *layer.DependencyState {
+		st, err := r.dependencyState(ctx, name)
+		if err != nil && lookupErr == nil {
+			lookupErr = err
+		}
+		return st
+	})
+	switch {
+	case lookupErr != nil:
+		return failed(kraanv1.ReasonReconcileError, lookupErr)
+	case !met:
+		// No requeue: the dependency's status change wakes this layer (watch).
+		// The interval is a safety net for a missed event.
+		return &halt{state: kraanv1.ApplyPendingState, reason: kraanv1.ReasonDependencyNotReady, message: msg,
+			requeue: sc.layer.Spec.Interval.Duration}
+	}
+	return nil
+}
+
+// dependencyState reads a dependency layer and its source from the API server.
+func (r *AddonsLayerReconciler) dependencyState(ctx context.Context, name string) (*layer.DependencyState, error) {
+	dep := &kraanv1.AddonsLayer{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, dep); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading layer %s: %w", name, err)
+	}
+	st := &layer.DependencyState{
+		Exists: true, SpecVersion: dep.Spec.Version, Generation: dep.Generation,
+		ObservedGeneration: dep.Status.ObservedGeneration, Version: dep.Status.Version,
+		State: dep.Status.State, Revision: dep.Status.Revision,
+	}
+	if c := apimeta.FindStatusCondition(dep.Status.Conditions, kraanv1.DeployedCondition); c != nil {
+		st.Deployed = c.Status
+	}
+	obs, err := r.observeSource(ctx, r.APIReader, dep)
+	if err != nil {
+		return nil, err
+	}
+	if obs.artifact != nil {
+		st.SourceRevision = obs.artifact.Revision
+	}
+	return st, nil
+}

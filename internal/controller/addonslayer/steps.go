@@ -1,0 +1,207 @@
+package addonslayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/apply"
+	"github.com/kraan-io/kraan-operator/internal/manifest"
+)
+
+// Inventory statuses of objects that are not (yet) judged by their health.
+const (
+	resourceNotDeployed = "NotDeployed"
+	resourceReleased    = "Released"
+)
+
+// reconcileRender reads the layer's directory into objects. A file that does
+// not parse fails the layer, naming the file, before anything is applied or
+// released: what was deployed stays.
+func (r *AddonsLayerReconciler) reconcileRender(_ context.Context, sc *layerScope) *halt {
+	res, err := manifest.Read(sc.dir, manifest.Options{Root: sc.root, Layer: sc.layer.Name, Version: sc.layer.Spec.Version})
+	if err != nil {
+		return stalledFailure(reasonRenderFailed, fmt.Sprintf("revision %s: %v", sc.revision, err))
+	}
+	manifest.SortForApply(res.Objects)
+	sc.objects, sc.tests = manifest.SplitLayerTests(res.Objects)
+	sc.warnings = append(sc.warnings, res.Warnings...)
+	return nil
+}
+
+// reconcileHandover releases the objects the layer no longer defines, adopts
+// the released objects it now defines, and prunes released objects nobody
+// adopted within spec.interval. It runs before the prerequisites, as Kraan's
+// prune and adoption did, so a layer waiting for its dependencies still lets
+// go of what moved to another layer: otherwise an add-on moving to a layer its
+// old layer depends on would deadlock.
+func (r *AddonsLayerReconciler) reconcileHandover(ctx context.Context, sc *layerScope) *halt {
+	defined := sc.defined()
+	released, until, err := r.releaseAll(ctx, sc, defined)
+	if err != nil {
+		return failed(reasonHandoverFailed, err)
+	}
+	for _, obj := range defined {
+		adopted, err := r.Applier.Adopt(ctx, sc.layer.Name, obj)
+		if err != nil {
+			return failed(reasonHandoverFailed, err)
+		}
+		if adopted {
+			r.event(sc, "Adopted", "Adopted %s", apply.Describe(obj))
+		}
+	}
+	sc.inventory = append(desiredInventory(sc), released...)
+	sc.pruneAt = until
+	return nil
+}
+
+// releaseAll releases every inventory object not in keep (see
+// apply.Applier.Release) and returns those still waiting for adoption, with
+// the earliest time one of them will be pruned.
+func (r *AddonsLayerReconciler) releaseAll(ctx context.Context, sc *layerScope, keep []*unstructured.Unstructured) ([]kraanv1.Resource, time.Time, error) {
+	wanted := make(map[string]bool, len(keep))
+	for _, obj := range keep {
+		wanted[apply.RefOf(obj).Key()] = true
+	}
+	var pending []kraanv1.Resource
+	var until time.Time
+	for _, res := range sc.layer.Status.Resources {
+		ref := apply.RefOfResource(res)
+		if wanted[ref.Key()] {
+			continue
+		}
+		out, err := r.Applier.Release(ctx, sc.layer.Name, ref, sc.layer.Spec.Interval.Duration, sc.now)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		switch out.Outcome {
+		case apply.Pending:
+			res.Status = resourceReleased
+			pending = append(pending, res)
+			if until.IsZero() || out.Until.Before(until) {
+				until = out.Until
+			}
+		case apply.Pruned:
+			r.event(sc, "Pruned", "Pruned %s", ref)
+		case apply.Gone:
+		}
+	}
+	return pending, until, nil
+}
+
+// desiredInventory lists the layer's objects, then its tests, keeping the
+// status each had.
+func desiredInventory(sc *layerScope) []kraanv1.Resource {
+	previous := make(map[string]kraanv1.Resource, len(sc.layer.Status.Resources))
+	for _, res := range sc.layer.Status.Resources {
+		previous[apply.RefOfResource(res).Key()] = res
+	}
+	defined := sc.defined()
+	inv := make([]kraanv1.Resource, 0, len(defined))
+	for _, obj := range defined {
+		ref := apply.RefOf(obj)
+		res := kraanv1.Resource{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
+			Status: resourceNotDeployed, LastTransitionTime: metav1.NewTime(sc.now)}
+		if old, ok := previous[ref.Key()]; ok && old.Status != resourceReleased {
+			res.Status, res.LastTransitionTime = old.Status, old.LastTransitionTime
+		}
+		inv = append(inv, res)
+	}
+	return inv
+}
+
+// reconcileApply applies the objects server-side. An object another layer
+// owns fails the layer, naming both, and is retried soon: the owner may be
+// about to release it.
+func (r *AddonsLayerReconciler) reconcileApply(ctx context.Context, sc *layerScope) *halt {
+	changed, err := r.Applier.Apply(ctx, sc.layer.Name, sc.objects)
+	if err != nil {
+		return applyFailure(err)
+	}
+	sc.applyingSince = applyingSince(sc, changed > 0)
+	if changed > 0 {
+		ctrl.LoggerFrom(ctx).Info("Applied layer objects", "changed", changed, "revision", sc.revision, "took", time.Since(sc.now).String())
+	}
+	return nil
+}
+
+// applyFailure fails the layer for an apply error. An ownership conflict is
+// retried soon: the owning layer may be about to release the object.
+func applyFailure(err error) *halt {
+	var conflict *apply.OwnershipConflictError
+	if errors.As(err, &conflict) {
+		return &halt{state: kraanv1.FailedState, reason: reasonOwnershipConflict,
+			message: "AddonsLayer failed, " + conflict.Error(), requeue: conflictRetry}
+	}
+	return failed(reasonApplyFailed, err)
+}
+
+// applyingSince is when the wait for the objects' health began: now when this
+// reconcile changed something, otherwise when the layer started Applying.
+func applyingSince(sc *layerScope, changed bool) time.Time {
+	c := apimeta.FindStatusCondition(sc.layer.Status.Conditions, kraanv1.DeployedCondition)
+	waiting := c != nil && c.Status == metav1.ConditionFalse &&
+		(c.Reason == kraanv1.ReasonProgressing || c.Reason == reasonHealthCheckFailed)
+	if changed || !waiting {
+		return sc.now
+	}
+	return c.LastTransitionTime.Time
+}
+
+// reconcileReadiness records every object's health in the inventory and waits
+// for all of them. The message names the first object not ready and its
+// latest reason. Past spec.timeout the layer is Failed, and keeps checking.
+func (r *AddonsLayerReconciler) reconcileReadiness(ctx context.Context, sc *layerScope) *halt {
+	var first string
+	for i, obj := range sc.objects {
+		h, err := r.Applier.HealthOf(ctx, obj)
+		if err != nil {
+			return failed(reasonApplyFailed, err)
+		}
+		setResourceStatus(&sc.inventory[i], h, sc.now)
+		if !h.Ready && first == "" {
+			first = fmt.Sprintf("waiting for %s: %s: %s", apply.Describe(obj), h.Reason, h.Message)
+		}
+	}
+	if first == "" {
+		return nil
+	}
+	return waitOrTimeout(sc, first)
+}
+
+// waitOrTimeout waits, polling, for what is described; past spec.timeout since
+// the layer started applying, the layer is Failed, and it keeps checking.
+func waitOrTimeout(sc *layerScope, waitingFor string) *halt {
+	if waited := sc.now.Sub(sc.applyingSince); waited > sc.layer.Spec.Timeout.Duration {
+		return &halt{state: kraanv1.FailedState, reason: reasonHealthCheckFailed, requeue: healthPollInterval,
+			message: fmt.Sprintf("AddonsLayer failed, not ready after %s (spec.timeout %s): %s",
+				waited.Round(time.Second), sc.layer.Spec.Timeout.Duration, waitingFor)}
+	}
+	return &halt{state: kraanv1.ApplyingState, reason: kraanv1.ReasonProgressing, requeue: healthPollInterval,
+		message: "AddonsLayer is being applied, " + waitingFor}
+}
+
+// setResourceStatus records h in an inventory entry: Deployed, or the reason.
+func setResourceStatus(res *kraanv1.Resource, h apply.Health, now time.Time) {
+	status := h.Reason
+	if h.Ready {
+		status = kraanv1.DeployedState
+	}
+	if res.Status != status {
+		res.Status, res.LastTransitionTime = status, metav1.NewTime(now)
+	}
+}
+
+// event records a Normal event about the layer.
+func (r *AddonsLayerReconciler) event(sc *layerScope, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(sc.layer, nil, "Normal", reason, reason, format, args...)
+	}
+}

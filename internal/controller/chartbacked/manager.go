@@ -1,0 +1,157 @@
+package chartbacked
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	ssautil "github.com/fluxcd/pkg/ssa/utils"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/watches"
+)
+
+// chartFieldOwner is the field manager that restores edited or deleted
+// dependents of chart-backed objects.
+const chartFieldOwner = "kraan-operator-chart"
+
+// Setup registers the reconciler of watch w with mgr: one Helm release per
+// object of the watched kind, run by engine.
+func Setup(mgr manager.Manager, engine *helm.Engine, w watches.Watch, opts kit.ControllerOptions) error {
+	r := &ChartReconciler{
+		Client: mgr.GetClient(),
+		Engine: engine,
+		Watch:  w,
+		Events: kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
+	}
+	return r.setupWithManager(mgr, opts)
+}
+
+// setupWithManager registers the reconciler of the watch's kind. Dependent
+// kinds are watched as releases render them (see reconcileDependents).
+func (r *ChartReconciler) setupWithManager(mgr manager.Manager, opts kit.ControllerOptions) error {
+	r.chartDigest = helm.ChartDigest(r.Watch.LoadedChart)
+	r.mgr = mgr
+	if r.Mapper == nil {
+		r.Mapper = mgr.GetRESTMapper()
+	}
+	gvk := r.Watch.GroupVersionKind()
+	c, err := builder.ControllerManagedBy(mgr).
+		Named(strings.ToLower(gvk.Kind)+"."+gvk.Group+"-chart").
+		For(r.newObject(), builder.WithPredicates(r.selectorPredicate(), specChangedPredicate())).
+		WithOptions(kit.ControllerOptions{
+			MaxConcurrentReconciles: r.Watch.Workers(opts.MaxConcurrentReconciles),
+			MinRetryDelay:           opts.MinRetryDelay, MaxRetryDelay: opts.MaxRetryDelay,
+		}.Controller()).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.controller = c
+	return nil
+}
+
+// selectorPredicate admits only the objects the watch's selector matches.
+func (r *ChartReconciler) selectorPredicate() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return r.Watch.LabelSelector.Matches(labels.Set(o.GetLabels()))
+	})
+}
+
+// specChangedPredicate ignores status-only updates of the primary object:
+// the Habitat controller writes peers as pods come and go, and none of that
+// changes the release. Spec (generation), labels (the selector), annotations
+// (the Operator SDK options) and the start of a deletion do.
+func specChangedPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			return o.GetGeneration() != n.GetGeneration() ||
+				!labels.Equals(o.GetLabels(), n.GetLabels()) ||
+				!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
+				o.GetDeletionTimestamp().IsZero() != n.GetDeletionTimestamp().IsZero()
+		},
+	}
+}
+
+// reconcileDependents watches the kinds of the deployed release's objects and
+// restores those deleted or edited since: Helm only writes on install and
+// upgrade, so without this a deleted StatefulSet would stay deleted.
+func (r *ChartReconciler) reconcileDependents(ctx context.Context, owner *unstructured.Unstructured, sc *chartScope) error {
+	rel := sc.result.LatestRevision(helm.Desired{})
+	if !r.Watch.WatchesDependents() || rel == nil || sc.result.Next != helm.ActionNone {
+		return nil
+	}
+	objs, err := ssautil.ReadObjects(strings.NewReader(rel.Manifest))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, obj := range objs {
+		if err := r.watchDependent(obj.GroupVersionKind()); err != nil {
+			errs = append(errs, err)
+		}
+		if obj.GetNamespace() == "" && r.isNamespaced(obj) {
+			obj.SetNamespace(owner.GetNamespace())
+		}
+		//nolint:staticcheck // client.Apply with unstructured objects is the supported way here
+		if err := r.Patch(ctx, obj, client.Apply, client.FieldOwner(chartFieldOwner), client.ForceOwnership); err != nil {
+			errs = append(errs, fmt.Errorf("restoring %s %s: %w", obj.GetKind(), obj.GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *ChartReconciler) isNamespaced(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	mapping, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil && mapping.Scope.Name() == "namespace"
+}
+
+// watchDependent starts, once per kind, a watch that enqueues the owner of a
+// changed or deleted dependent.
+func (r *ChartReconciler) watchDependent(gvk schema.GroupVersionKind) error {
+	if _, seen := r.dependents.LoadOrStore(gvk, true); seen || r.controller == nil {
+		return nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	owner := r.newObject()
+	mgr := r.mgr
+	src := source.Kind(mgr.GetCache(), obj,
+		handler.TypedEnqueueRequestForOwner[*unstructured.Unstructured](mgr.GetScheme(), mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner()),
+		dependentPredicate())
+	if err := r.controller.Watch(src); err != nil {
+		r.dependents.Delete(gvk)
+		return fmt.Errorf("watching %s: %w", gvk, err)
+	}
+	return nil
+}
+
+// dependentPredicate ignores status-only updates of objects that have a
+// generation: a StatefulSet's status changes with every pod, and none of
+// those changes can be drift of what the chart rendered.
+func dependentPredicate() predicate.TypedPredicate[*unstructured.Unstructured] {
+	return predicate.TypedFuncs[*unstructured.Unstructured]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*unstructured.Unstructured]) bool {
+			if e.ObjectNew.GetGeneration() == 0 {
+				return e.ObjectNew.GetResourceVersion() != e.ObjectOld.GetResourceVersion()
+			}
+			return e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() ||
+				!labels.Equals(e.ObjectNew.GetLabels(), e.ObjectOld.GetLabels())
+		},
+	}
+}

@@ -1,0 +1,115 @@
+package chartbacked
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+)
+
+// Operator SDK's annotations, honoured with its meaning so existing custom
+// resources behave the same here.
+const (
+	AnnotationUpgradeForce          = "helm.sdk.operatorframework.io/upgrade-force"
+	AnnotationInstallDisableHooks   = "helm.sdk.operatorframework.io/install-disable-hooks"
+	AnnotationUpgradeDisableHooks   = "helm.sdk.operatorframework.io/upgrade-disable-hooks"
+	AnnotationUninstallDisableHooks = "helm.sdk.operatorframework.io/uninstall-disable-hooks"
+	// AnnotationRollbackForce (default true, as Operator SDK) forces the
+	// rollback of a failed upgrade.
+	AnnotationRollbackForce = "helm.sdk.operatorframework.io/rollback-force"
+	// AnnotationUninstallWait keeps the object, on delete, until every object
+	// of its release is gone.
+	AnnotationUninstallWait = "helm.sdk.operatorframework.io/uninstall-wait"
+	// AnnotationReconcilePeriod (a Go duration) overrides the watch's
+	// reconcilePeriod for one object.
+	AnnotationReconcilePeriod = "helm.sdk.operatorframework.io/reconcile-period"
+)
+
+// releaseSpecFor returns the Helm options of obj's release. As Operator SDK,
+// actions do not wait for readiness: the release is applied and the dependent
+// watches follow the objects. Failed installs are uninstalled and failed
+// upgrades rolled back, then retried on the next pass.
+func releaseSpecFor(obj client.Object) *kraanv1.HelmReleaseSpec {
+	a := obj.GetAnnotations()
+	return &kraanv1.HelmReleaseSpec{
+		Install: &kraanv1.Install{ActionOptions: kraanv1.ActionOptions{
+			DisableWait:  true,
+			DisableHooks: annotationTrue(a, AnnotationInstallDisableHooks),
+		}},
+		Upgrade: &kraanv1.Upgrade{
+			ActionOptions: kraanv1.ActionOptions{
+				DisableWait:  true,
+				DisableHooks: annotationTrue(a, AnnotationUpgradeDisableHooks),
+			},
+			Force: annotationTrue(a, AnnotationUpgradeForce),
+		},
+		Rollback: &kraanv1.Rollback{Force: annotationBool(a, AnnotationRollbackForce, true)},
+		Uninstall: &kraanv1.Uninstall{
+			DisableHooks: annotationTrue(a, AnnotationUninstallDisableHooks),
+			DisableWait:  !annotationTrue(a, AnnotationUninstallWait),
+		},
+		MaxHistory: ptr.To(10),
+	}
+}
+
+// annotationTrue parses as Operator SDK does: strconv.ParseBool, anything
+// invalid is false.
+func annotationTrue(annotations map[string]string, key string) bool {
+	return annotationBool(annotations, key, false)
+}
+
+// annotationBool is annotationTrue for an annotation whose default, when it
+// is unset or invalid, is fallback.
+func annotationBool(annotations map[string]string, key string, fallback bool) bool {
+	v, err := strconv.ParseBool(annotations[key])
+	if err != nil {
+		return fallback
+	}
+	return v
+}
+
+// reconcilePeriodFor is the object's reconcile-period annotation when it is
+// a valid positive duration, otherwise the watch's period.
+func reconcilePeriodFor(obj client.Object, watchPeriod time.Duration) time.Duration {
+	d, err := time.ParseDuration(obj.GetAnnotations()[AnnotationReconcilePeriod])
+	if err != nil || d <= 0 {
+		return watchPeriod
+	}
+	return d
+}
+
+// postRenderer gives the rendered objects a controller reference to obj.
+func (r *ChartReconciler) postRenderer(obj *unstructured.Unstructured) *helm.OwnerRefPostRenderer {
+	return &helm.OwnerRefPostRenderer{
+		Owner: metav1.OwnerReference{
+			APIVersion:         obj.GetAPIVersion(),
+			Kind:               obj.GetKind(),
+			Name:               obj.GetName(),
+			UID:                obj.GetUID(),
+			Controller:         ptr.To(true),
+			BlockOwnerDeletion: ptr.To(true),
+		},
+		Namespace: obj.GetNamespace(),
+		Mapper:    r.Mapper,
+	}
+}
+
+// failedSteps joins the errors of the run's steps: a stalled run returns no
+// error itself, but the controller must back off and report why.
+func failedSteps(res helm.Result) error {
+	errs := make([]error, 0, len(res.Steps))
+	for _, s := range res.Steps {
+		errs = append(errs, s.Err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return errors.New("the release is stalled after failed actions")
+}

@@ -1,0 +1,187 @@
+package chartbacked
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+)
+
+// Conditions of chart-backed objects: Operator SDK's four, plus Ready, the
+// summary kstatus and `kubectl wait` read.
+const (
+	ChartInitialized    = "Initialized"
+	ChartDeployed       = "Deployed"
+	ChartReleaseFailed  = "ReleaseFailed"
+	ChartIrreconcilable = "Irreconcilable"
+	ChartReady          = "Ready"
+)
+
+// Reasons of the chart conditions; event reasons are the same words.
+const (
+	ReasonReconciling        = "Reconciling"
+	ReasonInstallSuccessful  = "InstallSuccessful"
+	ReasonUpgradeSuccessful  = "UpgradeSuccessful"
+	ReasonNotDeployed        = "NotDeployed"
+	ReasonInstallError       = "InstallError"
+	ReasonUpgradeError       = "UpgradeError"
+	ReasonRollbackError      = "RollbackError"
+	ReasonUninstallError     = "UninstallError"
+	ReasonReleaseSucceeded   = "ReleaseSucceeded"
+	ReasonErrorGettingValues = "ErrorGettingValues"
+	ReasonReconcilable       = "Reconcilable"
+)
+
+// setChartStatus recomputes the status from what this pass observed: every
+// pass, not only at the end as Operator SDK does, so a user sees a failing
+// release while it is retried.
+func setChartStatus(obj *unstructured.Unstructured, sc *chartScope) {
+	conds := chartConditions(obj)
+	gen := obj.GetGeneration()
+	meta.SetStatusCondition(&conds, metav1.Condition{Type: ChartInitialized, Status: metav1.ConditionTrue,
+		Reason: ReasonReconciling, Message: "The release is reconciled", ObservedGeneration: gen})
+	latest := sc.result.LatestRevision(helm.Desired{})
+	setReleaseDeployedCondition(&conds, latest, gen)
+	setReleaseFailedCondition(&conds, sc, gen)
+	setIrreconcilableCondition(&conds, sc, gen)
+	chartSummary.SetReady(&conds, gen)
+	writeChartConditions(obj, conds)
+	setDeployedRelease(obj, latest)
+	if sc.valuesErr != nil || sc.runErr == nil {
+		// Handled: done, or failed in a way only a new spec fixes.
+		_ = unstructured.SetNestedField(obj.Object, gen, "status", "observedGeneration")
+	}
+}
+
+// setReleaseDeployedCondition reports whether the latest revision is deployed.
+func setReleaseDeployedCondition(conds *[]metav1.Condition, rel *helm.Revision, gen int64) {
+	c := metav1.Condition{Type: ChartDeployed, Status: metav1.ConditionFalse, Reason: ReasonNotDeployed,
+		Message: "No release is deployed", ObservedGeneration: gen}
+	if rel.Deployed() {
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonUpgradeSuccessful
+		if rel.Version == 1 {
+			c.Reason = ReasonInstallSuccessful
+		}
+		c.Message = fmt.Sprintf("Release %s revision %d is deployed", rel.Name, rel.Version)
+	}
+	meta.SetStatusCondition(conds, c)
+}
+
+func setReleaseFailedCondition(conds *[]metav1.Condition, sc *chartScope, gen int64) {
+	c := metav1.Condition{Type: ChartReleaseFailed, Status: metav1.ConditionFalse, Reason: ReasonReleaseSucceeded,
+		Message: "The last Helm action succeeded", ObservedGeneration: gen}
+	if step, ok := lastFailedStep(sc.result); ok {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, failureReason(step.Action), step.Err.Error()
+	}
+	meta.SetStatusCondition(conds, c)
+}
+
+func setIrreconcilableCondition(conds *[]metav1.Condition, sc *chartScope, gen int64) {
+	c := metav1.Condition{Type: ChartIrreconcilable, Status: metav1.ConditionFalse, Reason: ReasonReconcilable,
+		Message: "The release can be reconciled", ObservedGeneration: gen}
+	_, stepFailed := lastFailedStep(sc.result)
+	switch {
+	case sc.valuesErr != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonErrorGettingValues, sc.valuesErr.Error()
+	case sc.runErr != nil && !stepFailed:
+		// The engine failed before any action: storage or the API server.
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kraanv1.ReasonReconcileError, sc.runErr.Error()
+	}
+	meta.SetStatusCondition(conds, c)
+}
+
+// chartSummary derives Ready: ready when deployed with no failure
+// outstanding; otherwise the reason of the first problem, in this order.
+var chartSummary = kit.Summary{
+	Owned: []kit.Owned{
+		{Type: ChartIrreconcilable, Failing: metav1.ConditionTrue},
+		{Type: ChartReleaseFailed, Failing: metav1.ConditionTrue},
+		{Type: ChartDeployed, Failing: metav1.ConditionFalse},
+	},
+	Success:        ChartDeployed,
+	SuccessReason:  ReasonReleaseSucceeded,
+	NotReadyReason: ReasonNotDeployed,
+}
+
+// lastFailedStep is the failed step of the run, if any action failed.
+func lastFailedStep(res helm.Result) (helm.Step, bool) {
+	for i := len(res.Steps) - 1; i >= 0; i-- {
+		if res.Steps[i].Err != nil {
+			return res.Steps[i], true
+		}
+	}
+	return helm.Step{}, false
+}
+
+func failureReason(a helm.Action) string {
+	switch a {
+	case helm.ActionInstall:
+		return ReasonInstallError
+	case helm.ActionUpgrade:
+		return ReasonUpgradeError
+	case helm.ActionRollback:
+		return ReasonRollbackError
+	case helm.ActionUninstall:
+		return ReasonUninstallError
+	default:
+		return kraanv1.ReasonReconcileError
+	}
+}
+
+// chartConditions reads the object's conditions; malformed ones are dropped
+// and rewritten.
+func chartConditions(obj *unstructured.Unstructured) []metav1.Condition {
+	raw, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	var conds []metav1.Condition
+	for _, item := range raw {
+		m, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		var c metav1.Condition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c) == nil {
+			conds = append(conds, c)
+		}
+	}
+	return conds
+}
+
+func writeChartConditions(obj *unstructured.Unstructured, conds []metav1.Condition) {
+	out := make([]any, 0, len(conds))
+	for i := range conds {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
+		if err == nil {
+			out = append(out, m)
+		}
+	}
+	_ = unstructured.SetNestedSlice(obj.Object, out, "status", "conditions")
+}
+
+// setDeployedRelease records the release in storage, or removes the record
+// when there is none.
+func setDeployedRelease(obj *unstructured.Unstructured, rel *helm.Revision) {
+	if rel == nil {
+		unstructured.RemoveNestedField(obj.Object, "status", "deployedRelease")
+		return
+	}
+	_ = unstructured.SetNestedMap(obj.Object, map[string]any{"name": rel.Name, "manifest": rel.Manifest},
+		"status", "deployedRelease")
+}
+
+// recordFailures emits a Warning event naming the failed action; the reason
+// equals the condition reason.
+func (r *ChartReconciler) recordFailures(obj *unstructured.Unstructured, sc *chartScope) {
+	if step, ok := lastFailedStep(sc.result); ok {
+		r.Events.Warning(obj, failureReason(step.Action), step.Err.Error())
+		return
+	}
+	if sc.valuesErr != nil {
+		r.Events.Warning(obj, ReasonErrorGettingValues, sc.valuesErr.Error())
+	}
+}

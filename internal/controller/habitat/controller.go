@@ -1,0 +1,103 @@
+package habitat
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
+)
+
+// HabitatReconciler is the Go half of the Habitat API: the chart-backed
+// reconciler renders the StatefulSet from helm-charts/habitat; this one does
+// what a chart cannot — the peer list that follows pods, the generated ring
+// key and the status fields about them.
+type HabitatReconciler struct {
+	client.Client
+	// Pods reads the supervisors' pods from a cache that holds only pods
+	// labelled by the Habitat chart.
+	Pods client.Reader
+}
+
+// habitatScope carries what one pass observed: reconcileRingKey fills
+// ringKeySecret, reconcilePeers fills peers, observeStatefulSet readyReplicas.
+type habitatScope struct {
+	group         string
+	ringKeySecret string
+	peers         []string
+	readyReplicas int32
+}
+
+// +kubebuilder:rbac:groups=habitat.kraan.io,resources=habitats,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=habitat.kraan.io,resources=habitats/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=habitat.kraan.io,resources=habitats/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile keeps the peer list and ring key of one Habitat and reports them.
+func (r *HabitatReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &habitatv1.Habitat{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		// Garbage collection removes what this controller made once the last
+		// Habitat owning it is gone; nothing to do, and nothing to report.
+		return ctrl.Result{}, nil
+	}
+	sc := &habitatScope{group: PeerGroup(obj)}
+	before := obj.DeepCopy()
+	steps := []func(context.Context, *habitatScope, *habitatv1.Habitat) error{
+		r.reconcileRingKey, r.reconcilePeers, r.observeStatefulSet,
+	}
+	for _, step := range steps {
+		if err := step(ctx, sc, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	obj.Status.Peers = sc.peers
+	obj.Status.RingKeySecretName = sc.ringKeySecret
+	obj.Status.ReadyReplicas = sc.readyReplicas
+	if err := r.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// observeStatefulSet reads the ready replicas of the chart's StatefulSet; a
+// StatefulSet the chart has not rendered yet has none.
+func (r *HabitatReconciler) observeStatefulSet(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
+	sts := &appsv1.StatefulSet{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, sts)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading StatefulSet: %w", err)
+	}
+	sc.readyReplicas = sts.Status.ReadyReplicas
+	return nil
+}
+
+// runningPeerIPs lists the IPs of the Running, not terminating pods of a
+// peer group, sorted so the file only changes when the set does.
+func runningPeerIPs(pods []corev1.Pod) []string {
+	var ips []string
+	for i := range pods {
+		p := &pods[i]
+		if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		ips = append(ips, p.Status.PodIP)
+	}
+	slices.Sort(ips)
+	return slices.Compact(ips)
+}

@@ -1,0 +1,125 @@
+package habitat
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+)
+
+// Options are the Habitat controller's settings.
+type Options struct {
+	// ControllerOptions are the workers and retry delays.
+	kit.ControllerOptions
+	// WatchNamespaces limits the pod cache to these namespaces; empty is all.
+	WatchNamespaces []string
+}
+
+// Setup registers the Habitat Go controller with mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	return (&HabitatReconciler{Client: mgr.GetClient()}).setupWithManager(mgr, opts)
+}
+
+// setupWithManager registers the reconciler with mgr. Pods come from a cache
+// of their own that holds only pods the Habitat chart labelled: a cluster's
+// other pods are never listed or watched (Habitat operator issue "Only watch
+// for our own Pods").
+func (r *HabitatReconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
+	podCache, err := newHabitatPodCache(mgr, opts)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(podCache); err != nil {
+		return fmt.Errorf("adding the Habitat pod cache: %w", err)
+	}
+	r.Pods = podCache
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&habitatv1.Habitat{}).
+		Owns(&appsv1.StatefulSet{}).
+		WatchesRawSource(source.Kind(podCache, &corev1.Pod{},
+			handler.TypedEnqueueRequestsFromMapFunc(r.requestsForPodChange))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPeerListChange),
+			builder.WithPredicates(peerListPredicate())).
+		WithOptions(opts.Controller()).
+		Complete(r)
+}
+
+// newHabitatPodCache returns a cache of the pods that carry the peer group
+// label, in the watched namespaces.
+func newHabitatPodCache(mgr ctrl.Manager, opts Options) (cache.Cache, error) {
+	req, err := labels.NewRequirement(PeerGroupLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	cacheOpts := cache.Options{
+		Scheme: mgr.GetScheme(),
+		Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*req)},
+		},
+	}
+	if len(opts.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	c, err := cache.New(mgr.GetConfig(), cacheOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Habitat pod cache: %w", err)
+	}
+	return c, nil
+}
+
+// requestsForPodChange enqueues every Habitat of the pod's peer group: a pod
+// starting or dying changes the list all of them share.
+func (r *HabitatReconciler) requestsForPodChange(ctx context.Context, pod *corev1.Pod) []reconcile.Request {
+	return r.requestsForGroup(ctx, pod.Namespace, pod.Labels[PeerGroupLabel])
+}
+
+// requestsForPeerListChange enqueues the Habitats of a peer list that was
+// edited or deleted by hand, so it is rewritten.
+func (r *HabitatReconciler) requestsForPeerListChange(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.requestsForGroup(ctx, obj.GetNamespace(), obj.GetLabels()[PeerGroupLabel])
+}
+
+// requestsForGroup lists the Habitats of a peer group from the cache.
+func (r *HabitatReconciler) requestsForGroup(ctx context.Context, namespace, group string) []reconcile.Request {
+	if group == "" {
+		return nil
+	}
+	list := &habitatv1.HabitatList{}
+	if err := r.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Habitats for a peer group", "group", group)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if PeerGroup(&list.Items[i]) == group {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// peerListPredicate admits only ConfigMaps this controller writes.
+func peerListPredicate() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetLabels()[PeerGroupLabel]
+		return ok
+	})
+}

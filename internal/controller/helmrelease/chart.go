@@ -1,0 +1,163 @@
+package helmrelease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	fluxmeta "github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/source"
+)
+
+// SourceCharts gets HelmRelease charts from Flux sources: a HelmRepository's
+// index (no source-controller needed), or a path in the artifact of a
+// GitRepository, Bucket or OCIRepository.
+type SourceCharts struct {
+	// Reader reads sources and their Secrets; an uncached reader keeps the
+	// operator from watching every Secret and every source kind, and works
+	// when Flux's source CRDs are not installed.
+	Reader    client.Reader
+	Fetcher   *chart.Fetcher
+	Artifacts *source.Store
+}
+
+// errNoArtifact means a source has not produced an artifact yet.
+var errNoArtifact = errors.New("has no artifact yet")
+
+// helmRepositoryKind is the kind of a chart source served as an index.
+const helmRepositoryKind = sourcev1.HelmRepositoryKind
+
+// GetChart returns the chart of hr and its digest.
+func (s *SourceCharts) GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*helm.Chart, string, error) {
+	req, err := s.request(ctx, hr)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := s.Fetcher.Fetch(ctx, req)
+	if err != nil {
+		return nil, "", err
+	}
+	return res.Chart, res.Digest, nil
+}
+
+func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (chart.Request, error) {
+	if ref := hr.Spec.ChartRef; ref != nil {
+		// The artifact of an OCIRepository holding a chart is the chart itself.
+		dir, err := s.artifactDir(ctx, &sourcev1.OCIRepository{}, namespaced(ref.Namespace, hr.Namespace, ref.Name))
+		return chart.Request{Chart: ".", ArtifactDir: dir}, err
+	}
+	spec := hr.Spec.Chart.Spec
+	req := chart.NewRequest(spec)
+	key := namespaced(spec.SourceRef.Namespace, hr.Namespace, spec.SourceRef.Name)
+	var err error
+	switch spec.SourceRef.Kind {
+	case sourcev1.HelmRepositoryKind:
+		req.Repository, _, err = s.repository(ctx, key)
+	case sourcev1.GitRepositoryKind:
+		req.ArtifactDir, err = s.artifactDir(ctx, &sourcev1.GitRepository{}, key)
+	case sourcev1.BucketKind:
+		req.ArtifactDir, err = s.artifactDir(ctx, &sourcev1.Bucket{}, key)
+	case sourcev1.OCIRepositoryKind:
+		req.ArtifactDir, err = s.artifactDir(ctx, &sourcev1.OCIRepository{}, key)
+	default:
+		err = kit.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("unsupported chart source kind %q", spec.SourceRef.Kind))
+	}
+	return req, err
+}
+
+// repository reads a HelmRepository and its credentials, and returns its
+// spec.interval.
+func (s *SourceCharts) repository(ctx context.Context, key client.ObjectKey) (*chart.Repository, time.Duration, error) {
+	repo := &sourcev1.HelmRepository{}
+	if err := s.Reader.Get(ctx, key, repo); err != nil {
+		return nil, 0, sourceReadError("HelmRepository", key, err)
+	}
+	interval := repo.Spec.Interval.Duration
+	r := &chart.Repository{URL: repo.Spec.URL, Type: repo.Spec.Type, Insecure: repo.Spec.Insecure}
+	if repo.Spec.Timeout != nil {
+		r.Timeout = repo.Spec.Timeout.Duration
+	}
+	if repo.Spec.SecretRef == nil {
+		return r, interval, nil
+	}
+	secret := &corev1.Secret{}
+	secretKey := client.ObjectKey{Namespace: key.Namespace, Name: repo.Spec.SecretRef.Name}
+	if err := s.Reader.Get(ctx, secretKey, secret); err != nil {
+		return nil, interval, sourceReadError("the secret of HelmRepository", key, err)
+	}
+	creds, err := chart.CredentialsFromSecret(secret.Data)
+	if err != nil {
+		return nil, interval, kit.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("secret %s of HelmRepository %s: %w", secretKey, key, err))
+	}
+	r.Credentials = creds
+	return r, interval, nil
+}
+
+// artifactSource is a Flux source with an artifact.
+type artifactSource interface {
+	client.Object
+	GetArtifact() *fluxmeta.Artifact
+}
+
+// artifactDir downloads (or reuses) the source's current artifact.
+func (s *SourceCharts) artifactDir(ctx context.Context, obj artifactSource, key client.ObjectKey) (string, error) {
+	if err := s.Reader.Get(ctx, key, obj); err != nil {
+		return "", sourceReadError(fmt.Sprintf("%T", obj), key, err)
+	}
+	artifact := obj.GetArtifact()
+	if artifact == nil {
+		// source-controller has not produced one yet; its next revision is
+		// a matter of its interval.
+		return "", kit.Waiting(kraanv1.ReasonArtifactFailed, sourceRetry, fmt.Errorf("source %s %w", key, errNoArtifact))
+	}
+	dir, err := s.Artifacts.Fetch(ctx, source.FromFlux(artifact))
+	if err != nil {
+		return "", fmt.Errorf("fetching the artifact of %s: %w", key, err)
+	}
+	return dir, nil
+}
+
+func namespaced(namespace, fallback, name string) client.ObjectKey {
+	if namespace == "" {
+		namespace = fallback
+	}
+	return client.ObjectKey{Namespace: namespace, Name: name}
+}
+
+// sourceReadError wraps a failure to read a source or its secret: one that
+// does not exist (yet) is waited for, anything else is retried with back-off.
+func sourceReadError(what string, key client.ObjectKey, err error) error {
+	err = fmt.Errorf("reading %s %s: %w", what, key, err)
+	if apierrors.IsNotFound(err) {
+		return kit.Waiting(kraanv1.ReasonArtifactFailed, sourceRetry, err)
+	}
+	return err
+}
+
+// classifyChartError decides, from the chart package's typed errors, whether
+// a chart failure is the user's to fix (a chart or version the source does not
+// have, credentials refused, a broken chart) or may pass by itself (an
+// unreachable repository, a server error). Errors already classified keep
+// their class.
+func classifyChartError(err error) error {
+	var terminal *kit.TerminalError
+	var waiting *kit.WaitingError
+	var transient *kit.TransientError
+	switch {
+	case errors.As(err, &terminal), errors.As(err, &waiting), errors.As(err, &transient):
+		return err
+	case chart.IsTerminal(err):
+		return kit.Terminal(kraanv1.ReasonArtifactFailed, err)
+	}
+	return kit.Transient(kraanv1.ReasonArtifactFailed, err)
+}

@@ -1,0 +1,157 @@
+// Package helmrelease reconciles kraan.io/v1alpha1 HelmReleases with the
+// embedded Helm engine (internal/helm): the chart comes from a Flux source,
+// the values from the spec and valuesFrom, and the engine chooses each Helm
+// action from what Helm storage holds. See docs/helmreleases.md.
+package helmrelease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+)
+
+// ChartGetter returns the chart a HelmRelease asks for and the digest of its
+// content.
+type ChartGetter interface {
+	GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*helm.Chart, string, error)
+}
+
+// Options are the HelmRelease controller's settings.
+type Options struct {
+	// ControllerOptions are the workers and retry delays.
+	kit.ControllerOptions
+	// DefaultServiceAccount is impersonated by HelmReleases that name none.
+	DefaultServiceAccount string
+	// Charts gets the charts; by default from Flux sources, with artifacts
+	// kept under ChartArtifactsDir.
+	Charts ChartGetter
+	// ChartArtifactsDir holds the source artifacts charts are read from;
+	// defaults to a directory under the system's temporary directory.
+	ChartArtifactsDir string
+}
+
+// HelmReleaseReconciler installs and keeps HelmReleases in sync with the
+// embedded Helm engine.
+type HelmReleaseReconciler struct {
+	client.Client
+	// APIReader reads ConfigMaps and Secrets uncached: the operator watches
+	// only their metadata, so it does not hold every Secret of the cluster in memory.
+	APIReader client.Reader
+	Engine    *helm.Engine
+	Charts    ChartGetter
+	Events    kit.Events
+	// DefaultServiceAccount is impersonated when a HelmRelease names none
+	// (--default-service-account), to lock tenants down.
+	DefaultServiceAccount string
+	Metrics               *Metrics
+	// staleCharts re-queues releases stalled on a chart version their
+	// HelmRepository does not list, when the repository's index changes.
+	staleCharts *staleCharts
+}
+
+// dependencyRetry is how often a release waiting on dependencies is looked at
+// again besides the watch on them: a safety net, not the trigger.
+const dependencyRetry = 5 * time.Minute
+
+// sourceRetry is how soon a chart source that does not exist yet, or has no
+// artifact yet, is looked at again.
+const sourceRetry = 30 * time.Second
+
+// +kubebuilder:rbac:groups=kraan.io,resources=helmreleases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=kraan.io,resources=helmreleases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kraan.io,resources=helmreleases/finalizers,verbs=update
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=helmrepositories;gitrepositories;ocirepositories;buckets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
+// Helm installs arbitrary charts: the operator needs every verb on every
+// resource, unless releases run as a service account (serviceAccountName).
+// +kubebuilder:rbac:groups=*,resources=*,verbs=*
+
+// Reconcile brings one HelmRelease towards its desired state: get, then the
+// deferred summary and status patch, deletion, finalizer, suspend, and the
+// steps.
+func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	hr := &kraanv1.HelmRelease{}
+	// A fresh read: the failure counters in status decide retries, and a
+	// cached copy may not yet show what the previous pass wrote.
+	if err := r.APIReader.Get(ctx, req.NamespacedName, hr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.forgetRelease(req.Namespace, req.Name)
+			r.staleCharts.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	sc := &releaseScope{hr: hr, patcher: kit.NewPatcher(r.Client, hr)}
+	defer func() {
+		result, retErr = r.finish(ctx, sc, result, retErr)
+	}()
+
+	if !hr.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, sc)
+	}
+	if err := r.ensureFinalizer(ctx, sc); err != nil {
+		return ctrl.Result{}, err
+	}
+	if hr.Spec.Suspend {
+		ctrl.LoggerFrom(ctx).V(1).Info("Reconciliation is suspended")
+		sc.suspended = true
+		return ctrl.Result{}, nil
+	}
+	return kit.RunSteps(ctx, sc,
+		r.reconcileDependencies,
+		r.reconcileChart,
+		r.reconcileValues,
+		r.reconcileRelease,
+		r.reconcileDrift,
+	)
+}
+
+// ensureFinalizer adds the finalizer that uninstalls the release on deletion.
+// The status patch base is taken after it, so the status patch does not undo it.
+func (r *HelmReleaseReconciler) ensureFinalizer(ctx context.Context, sc *releaseScope) error {
+	if controllerutil.ContainsFinalizer(sc.hr, kraanv1.Finalizer) {
+		return nil
+	}
+	base := sc.hr.DeepCopy()
+	controllerutil.AddFinalizer(sc.hr, kraanv1.Finalizer)
+	if err := r.Patch(ctx, sc.hr, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("adding the finalizer: %w", err)
+	}
+	sc.patcher.Rebase(sc.hr)
+	return nil
+}
+
+// reconcileDelete uninstalls the release, then lets the object go. A
+// suspended release is left installed, as Flux does.
+func (r *HelmReleaseReconciler) reconcileDelete(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+	hr := sc.hr
+	r.staleCharts.Forget(client.ObjectKeyFromObject(hr))
+	if !controllerutil.ContainsFinalizer(hr, kraanv1.Finalizer) {
+		sc.deleted = true
+		return ctrl.Result{}, nil
+	}
+	if !hr.Spec.Suspend {
+		target := r.targetOf(hr)
+		if err := r.Engine.Uninstall(ctx, target, &hr.Spec); err != nil {
+			return ctrl.Result{}, kit.Transient(kraanv1.ReasonUninstallFailed, err)
+		}
+		r.Events.Normal(hr, kraanv1.ReasonUninstallSucceeded, "Release "+target.ReleaseName+" uninstalled")
+	}
+	base := hr.DeepCopy()
+	controllerutil.RemoveFinalizer(hr, kraanv1.Finalizer)
+	if err := r.Patch(ctx, hr, client.MergeFrom(base)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("removing the finalizer: %w", err)
+	}
+	r.Metrics.forgetRelease(hr.Namespace, hr.Name)
+	sc.deleted = true
+	return ctrl.Result{}, nil
+}

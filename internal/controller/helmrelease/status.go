@@ -1,0 +1,351 @@
+package helmrelease
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+)
+
+// maxStatusHistory is how many release snapshots status keeps.
+const maxStatusHistory = 5
+
+// logTailInMessage is how many of Helm's last log lines a failure message carries.
+const logTailInMessage = 3
+
+// summaryFor declares how Ready is derived: the first failing condition of
+// the list, in this order, gives Ready its status, reason and message;
+// otherwise Ready repeats Released. A test failure counts only when the spec
+// does not ignore test failures.
+func summaryFor(hr *kraanv1.HelmRelease) kit.Summary {
+	owned := []kit.Owned{
+		{Type: kraanv1.StalledCondition, Failing: metav1.ConditionTrue},
+		{Type: kraanv1.ReconcilingCondition, Failing: metav1.ConditionTrue, UnknownReasons: []string{kraanv1.ReasonProgressing}},
+		{Type: kraanv1.RemediatedCondition, Failing: metav1.ConditionTrue},
+	}
+	if !helm.PolicyOf(&hr.Spec).IgnoreTestFailures {
+		owned = append(owned, kit.Owned{Type: kraanv1.TestSuccessCondition, Failing: metav1.ConditionFalse})
+	}
+	owned = append(owned, kit.Owned{Type: kraanv1.ReleasedCondition, Failing: metav1.ConditionFalse})
+	return kit.Summary{
+		Owned:          owned,
+		Success:        kraanv1.ReleasedCondition,
+		SuccessReason:  kraanv1.ReasonSucceeded,
+		NotReadyReason: kraanv1.ReasonProgressing,
+	}
+}
+
+// summarize sets Ready from the other conditions; nothing else sets Ready.
+func summarize(hr *kraanv1.HelmRelease) {
+	summaryFor(hr).SetReady(&hr.Status.Conditions, hr.Generation)
+}
+
+func isReady(hr *kraanv1.HelmRelease) bool {
+	return apimeta.IsStatusConditionTrue(hr.Status.Conditions, kraanv1.ReadyCondition)
+}
+
+func setCondition(hr *kraanv1.HelmRelease, condType string, status metav1.ConditionStatus, reason, msg string) {
+	kit.SetCondition(&hr.Status.Conditions, hr.Generation, condType, status, reason, msg)
+}
+
+// reportProgress marks the release Reconciling, naming the Helm action about
+// to run, and writes it at once: an install or upgrade waits up to its
+// timeout, and a user watching the object sees what it is doing meanwhile.
+func (r *HelmReleaseReconciler) reportProgress(ctx context.Context, sc *releaseScope, action helm.Action) {
+	hr := sc.hr
+	target := r.targetOf(hr)
+	msg := fmt.Sprintf("Running %s of release %s/%s with chart %s@%s",
+		action, target.StorageNamespace, target.ReleaseName, sc.desired.ChartName(), sc.desired.ChartVersion())
+	setCondition(hr, kraanv1.ReconcilingCondition, metav1.ConditionTrue, kraanv1.ReasonProgressing, msg)
+	summarize(hr)
+	if err := sc.patcher.Patch(ctx, hr); err != nil {
+		// The action runs anyway; the final patch reports its outcome.
+		ctrl.LoggerFrom(ctx).Error(err, "Reporting progress", "action", string(action))
+	}
+}
+
+// finish records the outcome of the steps in the conditions, summarizes
+// Ready, writes the status once and decides the requeue from the error's
+// class: terminal errors wait for a change, waits requeue after their delay,
+// transient errors back off.
+func (r *HelmReleaseReconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Result, err error) (ctrl.Result, error) {
+	hr := sc.hr
+	if sc.deleted {
+		return res, err
+	}
+	if !sc.suspended {
+		setOutcomeConditions(sc, res, err)
+	}
+	summarize(hr)
+	r.Metrics.setReady(hr.Namespace, hr.Name, isReady(hr))
+	if patchErr := sc.patcher.Patch(ctx, hr); patchErr != nil && err == nil {
+		return ctrl.Result{}, patchErr
+	}
+	switch {
+	case err != nil:
+		if kit.Classify(err) == kit.ClassTerminal {
+			ctrl.LoggerFrom(ctx).Info("Stalled until the spec or a source changes", "reason", kit.ReasonOf(err, ""), "error", err.Error())
+		}
+		return kit.ResultOf(err)
+	case sc.suspended || !res.IsZero():
+		return res, nil
+	}
+	return ctrl.Result{RequeueAfter: hr.Spec.Interval.Duration}, nil
+}
+
+// setOutcomeConditions sets Stalled and Reconciling from how the steps ended,
+// and moves observedGeneration when the generation was fully handled: in
+// sync, or stalled on a terminal error.
+func setOutcomeConditions(sc *releaseScope, res ctrl.Result, err error) {
+	hr := sc.hr
+	conds := &hr.Status.Conditions
+	switch {
+	case err == nil && res.IsZero():
+		apimeta.RemoveStatusCondition(conds, kraanv1.StalledCondition)
+		apimeta.RemoveStatusCondition(conds, kraanv1.ReconcilingCondition)
+		if !remediatedIn(sc.run.Steps) {
+			apimeta.RemoveStatusCondition(conds, kraanv1.RemediatedCondition)
+		}
+		hr.Status.ObservedGeneration = hr.Generation
+	case err == nil:
+		msg := "Next action: " + string(sc.run.Next)
+		if last := lastFailureMessage(sc.run.Steps); last != "" {
+			msg += "; last failure: " + last
+		}
+		apimeta.RemoveStatusCondition(conds, kraanv1.StalledCondition)
+		setCondition(hr, kraanv1.ReconcilingCondition, metav1.ConditionTrue, kraanv1.ReasonProgressing, msg)
+	case kit.Classify(err) == kit.ClassTerminal:
+		apimeta.RemoveStatusCondition(conds, kraanv1.ReconcilingCondition)
+		setCondition(hr, kraanv1.StalledCondition, metav1.ConditionTrue, kit.ReasonOf(err, kraanv1.ReasonReconcileError), err.Error())
+		hr.Status.ObservedGeneration = hr.Generation
+	default:
+		apimeta.RemoveStatusCondition(conds, kraanv1.StalledCondition)
+		setCondition(hr, kraanv1.ReconcilingCondition, metav1.ConditionTrue, kit.ReasonOf(err, kraanv1.ReasonReconcileError), err.Error())
+	}
+}
+
+// recordRun turns what the engine did into status, events and metrics.
+func (r *HelmReleaseReconciler) recordRun(sc *releaseScope) {
+	hr, res := sc.hr, sc.run
+	s := &hr.Status
+	s.LastAttemptedRevision = sc.desired.ChartVersion()
+	s.LastAttemptedValuesChecksum = attemptDigest(sc.desired)
+	s.LastAttemptedGeneration = hr.Generation
+	s.LastHandledReconcileAt = hr.Annotations[requestedAtAnnotation]
+	s.InstallFailures, s.UpgradeFailures = int64(res.Failures.Install), int64(res.Failures.Upgrade)
+	s.Failures = s.InstallFailures + s.UpgradeFailures
+	s.StorageNamespace = r.targetOf(hr).StorageNamespace
+	for _, step := range res.Steps {
+		r.recordStep(hr, step)
+	}
+	latest := res.LatestRevision(sc.desired)
+	recordSnapshot(hr, latest)
+	setReleasedCondition(hr, latest, res.Steps)
+	setTestCondition(hr, latest)
+}
+
+func (r *HelmReleaseReconciler) recordStep(hr *kraanv1.HelmRelease, step helm.Step) {
+	reason, ok := stepReasons[step.Action]
+	if !ok {
+		return
+	}
+	outcome, msg := outcomeSuccess, fmt.Sprintf("Helm %s succeeded in %s", step.Action, step.Duration.Round(1e6))
+	if step.Detail != "" {
+		msg += ": " + step.Detail
+	}
+	if step.Err != nil {
+		outcome, msg = outcomeFailure, stepFailure(step)
+	}
+	r.Metrics.observeAction(string(step.Action), outcome, step.Duration)
+	if step.Err != nil {
+		r.Events.Warning(hr, reason[outcome], msg)
+	} else {
+		r.Events.Normal(hr, reason[outcome], msg)
+	}
+	switch step.Action {
+	case helm.ActionRollback, helm.ActionUninstall:
+		status := metav1.ConditionTrue
+		if step.Err != nil {
+			status = metav1.ConditionFalse
+		}
+		setCondition(hr, kraanv1.RemediatedCondition, status, reason[outcome], msg)
+	}
+}
+
+// Outcomes of a Helm action, the values of the metrics' outcome label.
+const (
+	outcomeSuccess = "success"
+	outcomeFailure = "failure"
+)
+
+// stepReasons maps an action and its outcome to the condition and event reason.
+var stepReasons = map[helm.Action]map[string]string{
+	helm.ActionInstall:   {outcomeSuccess: kraanv1.ReasonInstallSucceeded, outcomeFailure: kraanv1.ReasonInstallFailed},
+	helm.ActionUpgrade:   {outcomeSuccess: kraanv1.ReasonUpgradeSucceeded, outcomeFailure: kraanv1.ReasonUpgradeFailed},
+	helm.ActionTest:      {outcomeSuccess: kraanv1.ReasonTestSucceeded, outcomeFailure: kraanv1.ReasonTestFailed},
+	helm.ActionRollback:  {outcomeSuccess: kraanv1.ReasonRollbackSucceeded, outcomeFailure: kraanv1.ReasonRollbackFailed},
+	helm.ActionUninstall: {outcomeSuccess: kraanv1.ReasonUninstallSucceeded, outcomeFailure: kraanv1.ReasonUninstallFailed},
+	helm.ActionUnlock:    {outcomeSuccess: kraanv1.ReasonUnlocked, outcomeFailure: kraanv1.ReasonUnlockFailed},
+}
+
+// stepFailure is the error with the end of Helm's log, which names the object
+// a wait gave up on and why.
+func stepFailure(step helm.Step) string {
+	msg := step.Err.Error()
+	tail := step.LogTail
+	if len(tail) > logTailInMessage {
+		tail = tail[len(tail)-logTailInMessage:]
+	}
+	if len(tail) > 0 {
+		msg += "; last Helm log: " + strings.Join(tail, " | ")
+	}
+	return msg
+}
+
+// lastFailedStep is the last step of a run that failed.
+func lastFailedStep(steps []helm.Step) (helm.Step, bool) {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Err != nil {
+			return steps[i], true
+		}
+	}
+	return helm.Step{}, false
+}
+
+func lastFailureMessage(steps []helm.Step) string {
+	if step, ok := lastFailedStep(steps); ok {
+		return stepFailure(step)
+	}
+	return ""
+}
+
+// stalledMessage says that retries are exhausted and what failed last: in
+// this run, or as reported before (a release stays stalled on one failure
+// across reconciles).
+func stalledMessage(sc *releaseScope) string {
+	hr := sc.hr
+	msg := fmt.Sprintf("Retries exhausted after %d failed attempts; change the spec or its values, or set the %s annotation, to try again",
+		hr.Status.Failures, requestedAtAnnotation)
+	if last := lastFailureMessage(sc.run.Steps); last != "" {
+		return msg + ": " + last
+	}
+	if stalled := apimeta.FindStatusCondition(hr.Status.Conditions, kraanv1.StalledCondition); stalled != nil &&
+		stalled.Status == metav1.ConditionTrue && stalled.Reason == kraanv1.ReasonRetriesExceeded {
+		return stalled.Message
+	}
+	for _, t := range []string{kraanv1.TestSuccessCondition, kraanv1.ReleasedCondition} {
+		if c := apimeta.FindStatusCondition(hr.Status.Conditions, t); c != nil && c.Status == metav1.ConditionFalse {
+			return msg + ": " + c.Message
+		}
+	}
+	return msg
+}
+
+func remediatedIn(steps []helm.Step) bool {
+	for _, s := range steps {
+		if s.Err == nil && (s.Action == helm.ActionRollback || s.Action == helm.ActionUninstall) {
+			return true
+		}
+	}
+	return false
+}
+
+func readyMessage(rev *helm.Revision) string {
+	return fmt.Sprintf("Release %s/%s.v%d with chart %s@%s is %s",
+		rev.Namespace, rev.Name, rev.Version, rev.ChartName, rev.ChartVersion, rev.Status)
+}
+
+// setReleasedCondition reports the last install or upgrade, naming the
+// action that ran: a failed first install is InstallFailed, not UpgradeFailed.
+func setReleasedCondition(hr *kraanv1.HelmRelease, latest *helm.Revision, steps []helm.Step) {
+	for i := len(steps) - 1; i >= 0; i-- {
+		step := steps[i]
+		if step.Err != nil && (step.Action == helm.ActionInstall || step.Action == helm.ActionUpgrade) {
+			setCondition(hr, kraanv1.ReleasedCondition, metav1.ConditionFalse, stepReasons[step.Action][outcomeFailure], stepFailure(step))
+			return
+		}
+	}
+	switch {
+	case latest == nil:
+		apimeta.RemoveStatusCondition(&hr.Status.Conditions, kraanv1.ReleasedCondition)
+	case latest.Deployed() && latest.Matches:
+		reason := kraanv1.ReasonUpgradeSucceeded
+		if latest.Version == 1 {
+			reason = kraanv1.ReasonInstallSucceeded
+		}
+		setCondition(hr, kraanv1.ReleasedCondition, metav1.ConditionTrue, reason, readyMessage(latest))
+	case latest.Failed():
+		if c := apimeta.FindStatusCondition(hr.Status.Conditions, kraanv1.ReleasedCondition); c != nil &&
+			c.Status == metav1.ConditionFalse && (c.Reason == kraanv1.ReasonInstallFailed || c.Reason == kraanv1.ReasonUpgradeFailed) {
+			return // reported when the action failed, with Helm's log
+		}
+		reason := kraanv1.ReasonUpgradeFailed
+		if latest.Version == 1 {
+			reason = kraanv1.ReasonInstallFailed
+		}
+		setCondition(hr, kraanv1.ReleasedCondition, metav1.ConditionFalse, reason, latest.Description)
+	}
+}
+
+func setTestCondition(hr *kraanv1.HelmRelease, latest *helm.Revision) {
+	if latest == nil || !latest.TestsRan {
+		apimeta.RemoveStatusCondition(&hr.Status.Conditions, kraanv1.TestSuccessCondition)
+		return
+	}
+	if latest.TestsFailed {
+		setCondition(hr, kraanv1.TestSuccessCondition, metav1.ConditionFalse, kraanv1.ReasonTestFailed,
+			fmt.Sprintf("A test hook of revision %d failed", latest.Version))
+		return
+	}
+	setCondition(hr, kraanv1.TestSuccessCondition, metav1.ConditionTrue, kraanv1.ReasonTestSucceeded,
+		fmt.Sprintf("Tests of revision %d passed", latest.Version))
+}
+
+// recordSnapshot puts the latest revision at the head of status.history.
+func recordSnapshot(hr *kraanv1.HelmRelease, rev *helm.Revision) {
+	if rev == nil {
+		return
+	}
+	snap := kraanv1.Snapshot{
+		Name: rev.Name, Namespace: rev.Namespace, Version: rev.Version, Status: rev.Status,
+		ChartName: rev.ChartName, ChartVersion: rev.ChartVersion,
+		Digest: rev.ChartDigest, ConfigDigest: rev.ConfigDigest,
+		FirstDeployed: metav1.NewTime(rev.FirstDeployed), LastDeployed: metav1.NewTime(rev.LastDeployed),
+	}
+	if rev.TestsRan {
+		snap.TestResult = "Succeeded"
+		if rev.TestsFailed {
+			snap.TestResult = "Failed"
+		}
+	}
+	history := hr.Status.History
+	if len(history) > 0 && history[0].Version == snap.Version && history[0].Name == snap.Name {
+		history = history[1:]
+	}
+	history = append([]kraanv1.Snapshot{snap}, history...)
+	if len(history) > maxStatusHistory {
+		history = history[:maxStatusHistory]
+	}
+	hr.Status.History = history
+}
+
+// setDriftCondition reports what a drift check found.
+func setDriftCondition(hr *kraanv1.HelmRelease, report helm.DriftReport) {
+	switch {
+	case len(report.Drifted) == 0:
+		setCondition(hr, kraanv1.DriftedCondition, metav1.ConditionFalse, kraanv1.ReasonNoDriftDetected,
+			"The cluster matches the release manifest")
+	case report.Corrected:
+		setCondition(hr, kraanv1.DriftedCondition, metav1.ConditionFalse, kraanv1.ReasonDriftCorrected,
+			"Drift corrected: "+report.Message())
+	default:
+		setCondition(hr, kraanv1.DriftedCondition, metav1.ConditionTrue, kraanv1.ReasonDriftDetected, report.Message())
+	}
+}

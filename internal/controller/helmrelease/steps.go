@@ -1,0 +1,210 @@
+package helmrelease
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+)
+
+// releaseScope carries what one reconcile observed, step by step.
+type releaseScope struct {
+	hr      *kraanv1.HelmRelease
+	patcher *kit.Patcher
+
+	// reconcileChart and reconcileValues: the desired chart and values.
+	desired helm.Desired
+	// reconcileRelease: what the engine did; ran is false when no run happened.
+	run    helm.Result
+	runErr error
+	ran    bool
+
+	// suspended and deleted end the reconcile without a summary of their own.
+	suspended bool
+	deleted   bool
+}
+
+// reconcileDependencies waits until every HelmRelease of spec.dependsOn is
+// Ready at its current generation. The watch on HelmReleases re-queues this
+// one as soon as a dependency turns Ready.
+func (r *HelmReleaseReconciler) reconcileDependencies(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+	hr := sc.hr
+	for _, dep := range hr.Spec.DependsOn {
+		key := client.ObjectKey{Namespace: dep.Namespace, Name: dep.Name}
+		if key.Namespace == "" {
+			key.Namespace = hr.Namespace
+		}
+		if err := r.dependencyNotReady(ctx, key); err != nil {
+			return ctrl.Result{}, kit.Waiting(kraanv1.ReasonDependencyNotReady, dependencyRetry, err)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// dependencyNotReady says why the dependency key is not Ready, or nil.
+func (r *HelmReleaseReconciler) dependencyNotReady(ctx context.Context, key client.ObjectKey) error {
+	dep := &kraanv1.HelmRelease{}
+	err := r.Get(ctx, key, dep)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("waiting for HelmRelease %s, which does not exist", key)
+	case err != nil:
+		return fmt.Errorf("waiting for HelmRelease %s: %w", key, err)
+	case dep.Status.ObservedGeneration != dep.Generation || !isReady(dep):
+		return fmt.Errorf("waiting for HelmRelease %s to be Ready", key)
+	}
+	return nil
+}
+
+// reconcileChart gets the chart. A chart or version the source does not have
+// stalls the release until the spec or the source changes (staleCharts
+// watches a HelmRepository's index for it); a source that cannot be reached
+// is retried with back-off.
+func (r *HelmReleaseReconciler) reconcileChart(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(sc.hr)
+	chrt, digest, err := r.Charts.GetChart(ctx, sc.hr)
+	if err == nil {
+		r.staleCharts.Forget(key)
+		sc.desired = helm.Desired{Chart: chrt, ChartDigest: digest}
+		return ctrl.Result{}, nil
+	}
+	err = classifyChartError(err)
+	if kit.Classify(err) == kit.ClassTerminal {
+		if repo, ok := helmRepositoryOf(sc.hr); ok {
+			r.staleCharts.Track(ctx, key, repo)
+		}
+	}
+	r.Events.Warning(sc.hr, kraanv1.ReasonArtifactFailed, err.Error())
+	return ctrl.Result{}, err
+}
+
+// helmRepositoryOf is the HelmRepository the release's chart comes from.
+func helmRepositoryOf(hr *kraanv1.HelmRelease) (client.ObjectKey, bool) {
+	if hr.Spec.ChartRef != nil || hr.Spec.Chart == nil || hr.Spec.Chart.Spec.SourceRef.Kind != helmRepositoryKind {
+		return client.ObjectKey{}, false
+	}
+	ref := hr.Spec.Chart.Spec.SourceRef
+	return namespaced(ref.Namespace, hr.Namespace, ref.Name), true
+}
+
+// reconcileValues composes the values and checks them against the chart's
+// schema before any Helm action: values the chart rejects are the user's to
+// fix, not a failed install to retry and remediate.
+func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+	values, err := r.composeValues(ctx, sc.hr)
+	if err == nil {
+		err = helm.ValidateValues(sc.desired.Chart, values)
+	}
+	var valuesErr *helm.ValuesError
+	var invalid *helm.InvalidValuesError
+	switch {
+	case errors.As(err, &valuesErr), errors.As(err, &invalid):
+		// A missing or broken ConfigMap/Secret: the watch on it brings the
+		// release back when it changes.
+		err = kit.Terminal(kraanv1.ReasonValuesError, err)
+	case err != nil:
+		err = kit.Transient(kraanv1.ReasonValuesError, err)
+	}
+	if err != nil {
+		r.Events.Warning(sc.hr, kraanv1.ReasonValuesError, err.Error())
+		return ctrl.Result{}, err
+	}
+	sc.desired.Values = values
+	return ctrl.Result{}, nil
+}
+
+// reconcileRelease lets the engine bring the release in line with the
+// desired chart and values, reporting progress before each Helm action.
+func (r *HelmReleaseReconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+	hr := sc.hr
+	sc.run, sc.runErr = r.Engine.Run(ctx, helm.Request{
+		Target:   r.targetOf(hr),
+		Desired:  sc.desired,
+		Spec:     &hr.Spec,
+		Failures: r.failuresFor(hr, sc.desired),
+		BeforeAction: func(ctx context.Context, action helm.Action, _ *helm.Revision) {
+			r.reportProgress(ctx, sc, action)
+		},
+	})
+	sc.ran = true
+	r.recordRun(sc)
+	switch {
+	case sc.runErr != nil:
+		return ctrl.Result{}, classifyRunError(sc.runErr)
+	case sc.run.Next == helm.ActionStalled:
+		// Retries are exhausted: only a new spec, values or a reconcile
+		// request (all of which trigger a reconcile) tries again.
+		return ctrl.Result{}, kit.Terminal(kraanv1.ReasonRetriesExceeded, errors.New(stalledMessage(sc)))
+	case sc.run.Next != helm.ActionNone:
+		// The engine took its maximum of steps in this pass; go on at once.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// classifyRunError: an action the impersonated service account may not take
+// is the user's to fix (its RBAC); anything else is retried with back-off.
+func classifyRunError(err error) error {
+	if apierrors.IsForbidden(err) {
+		// The message names the verb, the resource and the service account.
+		return kit.Terminal(kraanv1.ReasonAccessDenied, err)
+	}
+	return kit.Transient(kraanv1.ReasonReconcileError, err)
+}
+
+// reconcileDrift compares an in-sync release with the cluster, when
+// spec.driftDetection asks for it, and corrects it in mode enabled.
+func (r *HelmReleaseReconciler) reconcileDrift(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+	hr := sc.hr
+	dd := hr.Spec.DriftDetection
+	latest := sc.run.LatestRevision(sc.desired)
+	if dd == nil || dd.Mode == "" || dd.Mode == kraanv1.DriftDetectionDisabled || latest == nil {
+		apimeta.RemoveStatusCondition(&hr.Status.Conditions, kraanv1.DriftedCondition)
+		return ctrl.Result{}, nil
+	}
+	report, err := r.Engine.CheckDrift(ctx, r.targetOf(hr), latest, &hr.Spec)
+	if err != nil {
+		return ctrl.Result{}, kit.Transient(kraanv1.ReasonReconcileError, err)
+	}
+	setDriftCondition(hr, report)
+	switch {
+	case len(report.Drifted) == 0:
+	case report.Corrected:
+		r.Events.Normal(hr, kraanv1.ReasonDriftCorrected, report.Message())
+	default:
+		r.Events.Warning(hr, kraanv1.ReasonDriftDetected, report.Message())
+	}
+	return ctrl.Result{}, nil
+}
+
+// failuresFor returns the failure counters that apply to desired: they start
+// again from zero whenever the chart, the values or the spec changed, or a
+// reconcile was requested with the reconcile.fluxcd.io/requestedAt annotation.
+func (r *HelmReleaseReconciler) failuresFor(hr *kraanv1.HelmRelease, desired helm.Desired) helm.Failures {
+	s := &hr.Status
+	changed := s.LastAttemptedRevision != desired.ChartVersion() ||
+		s.LastAttemptedValuesChecksum != attemptDigest(desired) ||
+		s.LastAttemptedGeneration != hr.Generation ||
+		hr.Annotations[requestedAtAnnotation] != s.LastHandledReconcileAt
+	if changed {
+		return helm.Failures{}
+	}
+	return helm.Failures{Install: int(s.InstallFailures), Upgrade: int(s.UpgradeFailures)}
+}
+
+// attemptDigest identifies a desired chart content and values together.
+func attemptDigest(d helm.Desired) string {
+	sum := sha256.Sum256([]byte(d.ChartDigest + "\n" + helm.ValuesDigest(d.Values)))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,55 @@
+package helmrelease
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+)
+
+// requestedAtAnnotation asks for a reconcile now; a new value also clears
+// Stalled after exhausted retries. Flux's name, so `flux reconcile` habits work.
+const requestedAtAnnotation = "reconcile.fluxcd.io/requestedAt"
+
+// maxReleaseNameLength is Helm's limit: release names end up in label values.
+const maxReleaseNameLength = 53
+
+// releaseNameOf is spec.releaseName, or `[targetNamespace-]name` shortened
+// with a hash past 53 characters, as Flux does.
+func releaseNameOf(hr *kraanv1.HelmRelease) string {
+	if hr.Spec.ReleaseName != "" {
+		return hr.Spec.ReleaseName
+	}
+	name := hr.Name
+	if hr.Spec.TargetNamespace != "" {
+		name = hr.Spec.TargetNamespace + "-" + hr.Name
+	}
+	if len(name) <= maxReleaseNameLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:40] + "-" + hex.EncodeToString(sum[:])[:12]
+}
+
+func (r *HelmReleaseReconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
+	t := helm.Target{
+		ReleaseName:      releaseNameOf(hr),
+		Namespace:        hr.Namespace,
+		StorageNamespace: hr.Namespace,
+	}
+	if hr.Spec.TargetNamespace != "" {
+		t.Namespace = hr.Spec.TargetNamespace
+	}
+	if hr.Spec.StorageNamespace != "" {
+		t.StorageNamespace = hr.Spec.StorageNamespace
+	}
+	sa := hr.Spec.ServiceAccountName
+	if sa == "" {
+		sa = r.DefaultServiceAccount
+	}
+	if sa != "" {
+		t.Impersonate = "system:serviceaccount:" + hr.Namespace + ":" + sa
+	}
+	return t
+}

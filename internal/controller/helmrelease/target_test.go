@@ -1,0 +1,52 @@
+package helmrelease
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+)
+
+func TestHelmReleaseReconciler_targetOf(t *testing.T) {
+	release := func(spec kraanv1.HelmReleaseSpec) *kraanv1.HelmRelease {
+		return &kraanv1.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team"}, Spec: spec}
+	}
+	long := strings.Repeat("n", 30)
+	cases := []struct {
+		name            string
+		defaultSA       string
+		spec            kraanv1.HelmReleaseSpec
+		wantRelease     string
+		wantNamespace   string
+		wantStorage     string
+		wantImpersonate string
+	}{
+		{"defaults", "", kraanv1.HelmReleaseSpec{}, "app", "team", "team", ""},
+		{"target namespace prefixes the name", "", kraanv1.HelmReleaseSpec{TargetNamespace: "web"}, "web-app", "web", "team", ""},
+		{"storage namespace", "", kraanv1.HelmReleaseSpec{StorageNamespace: "helm"}, "app", "team", "helm", ""},
+		{"release name wins", "", kraanv1.HelmReleaseSpec{ReleaseName: "mine", TargetNamespace: "web"}, "mine", "web", "team", ""},
+		{"long names are shortened with a hash", "", kraanv1.HelmReleaseSpec{TargetNamespace: long + long},
+			(long + long)[:40] + "-", long + long, "team", ""},
+		{"service account impersonated", "", kraanv1.HelmReleaseSpec{ServiceAccountName: "deployer"},
+			"app", "team", "team", "system:serviceaccount:team:deployer"},
+		{"default service account locks tenants down", "restricted", kraanv1.HelmReleaseSpec{},
+			"app", "team", "team", "system:serviceaccount:team:restricted"},
+		{"the release's own account beats the default", "restricted", kraanv1.HelmReleaseSpec{ServiceAccountName: "deployer"},
+			"app", "team", "team", "system:serviceaccount:team:deployer"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := &HelmReleaseReconciler{DefaultServiceAccount: tc.defaultSA}
+			target := r.targetOf(release(tc.spec))
+			g.Expect(target.ReleaseName).To(HavePrefix(tc.wantRelease))
+			g.Expect(len(target.ReleaseName)).To(BeNumerically("<=", 53))
+			g.Expect(target.Namespace).To(Equal(tc.wantNamespace))
+			g.Expect(target.StorageNamespace).To(Equal(tc.wantStorage))
+			g.Expect(target.Impersonate).To(Equal(tc.wantImpersonate))
+		})
+	}
+}

@@ -1,0 +1,54 @@
+package helmrelease
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+)
+
+// composeValues reads every valuesFrom object and merges the values.
+func (r *HelmReleaseReconciler) composeValues(ctx context.Context, hr *kraanv1.HelmRelease) (map[string]any, error) {
+	sources := make([]helm.ValuesSource, 0, len(hr.Spec.ValuesFrom))
+	for _, ref := range hr.Spec.ValuesFrom {
+		data, err := r.valuesData(ctx, hr.Namespace, ref)
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, helm.ValuesSource{Ref: ref, Data: data})
+	}
+	return helm.ComposeValues(sources, hr.Spec.Values)
+}
+
+// valuesData returns the data of a ConfigMap or Secret, nil when it does not exist.
+func (r *HelmReleaseReconciler) valuesData(ctx context.Context, namespace string, ref kraanv1.ValuesReference) (map[string][]byte, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
+	var err error
+	data := map[string][]byte{}
+	switch ref.Kind {
+	case "Secret":
+		secret := &corev1.Secret{}
+		if err = r.APIReader.Get(ctx, key, secret); err == nil {
+			data = secret.Data
+		}
+	default:
+		cm := &corev1.ConfigMap{}
+		if err = r.APIReader.Get(ctx, key, cm); err == nil {
+			for k, v := range cm.Data {
+				data[k] = []byte(v)
+			}
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s %s/%s: %w", ref.Kind, namespace, ref.Name, err)
+	}
+	return data, nil
+}

@@ -1,0 +1,16 @@
+// Package kit is what every reconciler of the operator shares, so that each
+// kind's package holds only its own steps and conditions:
+//
+//   - RunSteps runs a reconcile as a list of steps, each returning a result
+//     and an error, and stops at the first that halts;
+//   - the typed errors (Terminal, Waiting) and Classify decide, once, whether
+//     a failure stalls until the user changes something, waits for something
+//     else, or is retried with back-off;
+//   - Summary derives Ready from a declared, ordered table of the conditions a
+//     kind owns, the way Flux's source-controller declares its owned
+//     conditions;
+//   - Patcher writes status as a merge patch against what was last written, at
+//     the end of a reconcile and before long actions (progress);
+//   - Events records events whose reasons equal the condition reasons, and
+//     Register shares metric series between managers of one process.
+package kit

@@ -1,0 +1,148 @@
+package kit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func TestRunSteps_StopsAtTheFirstHalt(t *testing.T) {
+	boom := errors.New("boom")
+	cases := []struct {
+		name    string
+		steps   []string // "go", "requeue", "fail"
+		wantRan []int
+		wantRes ctrl.Result
+		wantErr error
+	}{
+		{"all go", []string{"go", "go", "go"}, []int{0, 1, 2}, ctrl.Result{}, nil},
+		{"requeue halts", []string{"go", "requeue", "go"}, []int{0, 1}, ctrl.Result{RequeueAfter: time.Second}, nil},
+		{"error halts", []string{"fail", "go"}, []int{0}, ctrl.Result{}, boom},
+		{"no steps", nil, nil, ctrl.Result{}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var ran []int
+			steps := make([]Step[*[]int], 0, len(tc.steps))
+			for i, kind := range tc.steps {
+				steps = append(steps, func(_ context.Context, ran *[]int) (ctrl.Result, error) {
+					*ran = append(*ran, i)
+					switch kind {
+					case "requeue":
+						return ctrl.Result{RequeueAfter: time.Second}, nil
+					case "fail":
+						return ctrl.Result{}, boom
+					}
+					return ctrl.Result{}, nil
+				})
+			}
+			res, err := RunSteps(context.Background(), &ran, steps...)
+			g.Expect(ran).To(Equal(tc.wantRan))
+			g.Expect(res).To(Equal(tc.wantRes))
+			if tc.wantErr == nil {
+				g.Expect(err).NotTo(HaveOccurred())
+			} else {
+				g.Expect(err).To(MatchError(tc.wantErr))
+			}
+		})
+	}
+}
+
+func TestClassify_AndResultOf(t *testing.T) {
+	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	plain := errors.New("connection reset")
+	cases := []struct {
+		name       string
+		err        error
+		class      Class
+		reason     string
+		wantResult ctrl.Result
+		wantErr    bool
+	}{
+		{"terminal, wrapped", fmt.Errorf("ctx: %w", Terminal("ChartNotFound", plain)), ClassTerminal, "ChartNotFound", ctrl.Result{}, false},
+		{"waiting", Waiting("DependencyNotReady", time.Minute, plain), ClassWaiting, "DependencyNotReady", ctrl.Result{RequeueAfter: time.Minute}, false},
+		{"transient", Transient("ArtifactFailed", plain), ClassTransient, "ArtifactFailed", ctrl.Result{}, true},
+		{"transient wrapping a forbidden error stays transient", Transient("X", apierrors.NewForbidden(gr, "x", plain)), ClassTransient, "X", ctrl.Result{}, true},
+		{"forbidden", apierrors.NewForbidden(gr, "x", plain), ClassTerminal, "fallback", ctrl.Result{}, false},
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "X"}, "x", nil), ClassTerminal, "fallback", ctrl.Result{}, false},
+		{"conflict", apierrors.NewConflict(gr, "x", plain), ClassTransient, "fallback", ctrl.Result{}, true},
+		{"server timeout", apierrors.NewServerTimeout(gr, "get", 1), ClassTransient, "fallback", ctrl.Result{}, true},
+		{"unknown", plain, ClassTransient, "fallback", ctrl.Result{}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(Classify(tc.err)).To(Equal(tc.class), tc.class.String())
+			g.Expect(ReasonOf(tc.err, "fallback")).To(Equal(tc.reason))
+			res, err := ResultOf(tc.err)
+			g.Expect(res).To(Equal(tc.wantResult))
+			g.Expect(err != nil).To(Equal(tc.wantErr))
+		})
+	}
+	res, err := ResultOf(nil)
+	NewWithT(t).Expect(res.IsZero() && err == nil).To(BeTrue())
+}
+
+func TestSummary_Ready(t *testing.T) {
+	s := Summary{
+		Owned: []Owned{
+			{Type: "Stalled", Failing: metav1.ConditionTrue},
+			{Type: "Reconciling", Failing: metav1.ConditionTrue, UnknownReasons: []string{"Progressing"}},
+			{Type: "Released", Failing: metav1.ConditionFalse},
+		},
+		Success: "Released", SuccessReason: "Succeeded", NotReadyReason: "Pending",
+	}
+	cond := func(t string, s metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: t + " says " + reason}
+	}
+	cases := []struct {
+		name                 string
+		conds                []metav1.Condition
+		status, reason, msgs string
+	}{
+		{"nothing observed", nil, "False", "Pending", "Not reconciled yet"},
+		{"released", []metav1.Condition{cond("Released", "True", "InstallSucceeded")}, "True", "Succeeded", "Released says InstallSucceeded"},
+		{"progressing is unknown", []metav1.Condition{cond("Reconciling", "True", "Progressing"), cond("Released", "True", "A")}, "Unknown", "Progressing", "Reconciling says Progressing"},
+		{"retrying is false", []metav1.Condition{cond("Reconciling", "True", "ArtifactFailed")}, "False", "ArtifactFailed", "Reconciling says ArtifactFailed"},
+		{"stalled wins over reconciling", []metav1.Condition{cond("Reconciling", "True", "Progressing"), cond("Stalled", "True", "RetriesExceeded")}, "False", "RetriesExceeded", "Stalled says RetriesExceeded"},
+		{"not failing statuses are ignored", []metav1.Condition{cond("Stalled", "False", "X"), cond("Reconciling", "False", "Y"), cond("Released", "True", "Z")}, "True", "Succeeded", "Released says Z"},
+		{"released false", []metav1.Condition{cond("Released", "False", "UpgradeFailed")}, "False", "UpgradeFailed", "Released says UpgradeFailed"},
+		{"success unknown", []metav1.Condition{cond("Released", "Unknown", "Hmm")}, "False", "Hmm", "Released says Hmm"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ready := s.Ready(tc.conds, 7)
+			g.Expect(string(ready.Status)).To(Equal(tc.status))
+			g.Expect(ready.Reason).To(Equal(tc.reason))
+			g.Expect(ready.Message).To(Equal(tc.msgs))
+			g.Expect(ready.ObservedGeneration).To(Equal(int64(7)))
+			conds := append([]metav1.Condition(nil), tc.conds...)
+			s.SetReady(&conds, 7)
+			g.Expect(conds).To(HaveLen(len(tc.conds) + 1))
+		})
+	}
+}
+
+func TestControllerOptions_BackOffIsBounded(t *testing.T) {
+	g := NewWithT(t)
+	opts := ControllerOptions{MaxConcurrentReconciles: 3, MinRetryDelay: time.Second, MaxRetryDelay: 4 * time.Second}.Controller()
+	g.Expect(opts.MaxConcurrentReconciles).To(Equal(3))
+	item := ctrl.Request{}
+	var delays []time.Duration
+	for range 5 {
+		delays = append(delays, opts.RateLimiter.When(item))
+	}
+	g.Expect(delays).To(Equal([]time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second, 4 * time.Second}))
+	defaults := ControllerOptions{}.Controller()
+	g.Expect(defaults.RateLimiter.When(item)).To(Equal(DefaultMinRetryDelay))
+}

@@ -1,0 +1,43 @@
+package kit
+
+import (
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Defaults of the retry delays, Flux's (--min-retry-delay, --max-retry-delay).
+const (
+	DefaultMinRetryDelay = 750 * time.Millisecond
+	DefaultMaxRetryDelay = 15 * time.Minute
+)
+
+// ControllerOptions are the settings every controller of the operator is
+// built with.
+type ControllerOptions struct {
+	// MaxConcurrentReconciles is the number of workers per kind.
+	MaxConcurrentReconciles int
+	// MinRetryDelay and MaxRetryDelay bound the exponential back-off of a
+	// transient failure; zero takes the defaults above.
+	MinRetryDelay time.Duration
+	MaxRetryDelay time.Duration
+}
+
+// Controller returns controller-runtime's options: the workers, and a rate
+// limiter that backs a failing object off exponentially, per object, from
+// MinRetryDelay to MaxRetryDelay.
+func (o ControllerOptions) Controller() controller.Options {
+	minDelay, maxDelay := o.MinRetryDelay, o.MaxRetryDelay
+	if minDelay <= 0 {
+		minDelay = DefaultMinRetryDelay
+	}
+	if maxDelay <= 0 {
+		maxDelay = DefaultMaxRetryDelay
+	}
+	return controller.Options{
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](minDelay, max(minDelay, maxDelay)),
+	}
+}

@@ -1,0 +1,116 @@
+package helm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/strvals"
+)
+
+// Chart is a loaded Helm chart. Outside this package it is only passed
+// around: the controllers never look inside, so a move to another Helm major
+// version changes this package alone.
+type Chart = chart.Chart
+
+// LoadChart loads the chart in a directory or archive at path.
+func LoadChart(path string) (*Chart, error) {
+	return loader.Load(path)
+}
+
+// ChartDigest identifies a loaded chart's content: two charts of one version
+// that differ in a file have different digests.
+func ChartDigest(c *Chart) string {
+	h := sha256.New()
+	files := make([]string, 0, len(c.Raw))
+	data := map[string][]byte{}
+	for _, f := range c.Raw {
+		files = append(files, f.Name)
+		data[f.Name] = f.Data
+	}
+	sort.Strings(files)
+	for _, name := range files {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(data[name]))
+		h.Write(data[name])
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// ChartVersion is the version of the desired chart.
+func (d Desired) ChartVersion() string {
+	if d.Chart == nil || d.Chart.Metadata == nil {
+		return ""
+	}
+	return d.Chart.Metadata.Version
+}
+
+// ChartName is the name of the desired chart.
+func (d Desired) ChartName() string {
+	if d.Chart == nil || d.Chart.Metadata == nil {
+		return ""
+	}
+	return d.Chart.Metadata.Name
+}
+
+// ParseSetValue sets a `--set` style key=value into values, as Helm's CLI
+// and Operator SDK's watches.yaml overrides do.
+func ParseSetValue(keyValue string, values map[string]any) error {
+	return strvals.ParseInto(keyValue, values)
+}
+
+// Revision is what the controllers report of one revision of a release.
+type Revision struct {
+	Name      string
+	Namespace string
+	Version   int
+	// Status is Helm's: deployed, failed, pending-install…
+	Status       string
+	Description  string
+	ChartName    string
+	ChartVersion string
+	// ChartDigest is the prefix of the chart digest the engine labelled the
+	// revision with; ConfigDigest the digest of the values it was made with.
+	ChartDigest   string
+	ConfigDigest  string
+	FirstDeployed time.Time
+	LastDeployed  time.Time
+	// Manifest is the rendered manifest.
+	Manifest string
+	// TestsRan and TestsFailed report the test hooks of the revision.
+	TestsRan    bool
+	TestsFailed bool
+	// Matches says whether the revision was made from the desired chart and values.
+	Matches bool
+}
+
+// Deployed reports whether the revision is deployed.
+func (r *Revision) Deployed() bool { return r != nil && r.Status == release.StatusDeployed.String() }
+
+// Failed reports whether the revision failed.
+func (r *Revision) Failed() bool { return r != nil && r.Status == release.StatusFailed.String() }
+
+// LatestRevision is the newest revision in storage after the run, or nil.
+func (r Result) LatestRevision(desired Desired) *Revision {
+	return revisionOf(r.Latest, desired)
+}
+
+func revisionOf(rel *release.Release, desired Desired) *Revision {
+	if rel == nil || rel.Info == nil || rel.Chart == nil || rel.Chart.Metadata == nil {
+		return nil
+	}
+	return &Revision{
+		Name: rel.Name, Namespace: rel.Namespace, Version: rel.Version,
+		Status: rel.Info.Status.String(), Description: rel.Info.Description,
+		ChartName: rel.Chart.Metadata.Name, ChartVersion: rel.Chart.Metadata.Version,
+		ChartDigest: rel.Labels[ChartDigestLabel], ConfigDigest: ValuesDigest(rel.Config),
+		FirstDeployed: rel.Info.FirstDeployed.Time, LastDeployed: rel.Info.LastDeployed.Time,
+		Manifest: rel.Manifest,
+		TestsRan: TestsRan(rel), TestsFailed: TestsFailed(rel),
+		Matches: desired.Chart != nil && desired.Matches(rel),
+	}
+}

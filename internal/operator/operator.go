@@ -1,0 +1,123 @@
+// Package operator wires the operator's controllers into a manager: the
+// HelmRelease controller, one chart-backed controller per watches.yaml entry,
+// the Habitat Go controller and, when the operator sees the whole cluster,
+// the AddonsLayer controller. cmd/ and the tests start the operator through
+// SetupAll, so they run the same wiring.
+package operator
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/addonslayer"
+	"github.com/kraan-io/kraan-operator/internal/controller/chartbacked"
+	"github.com/kraan-io/kraan-operator/internal/controller/habitat"
+	"github.com/kraan-io/kraan-operator/internal/controller/helmrelease"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/watches"
+)
+
+// Options are the operator's settings.
+type Options struct {
+	// ControllerOptions are the workers and retry delays of every controller.
+	kit.ControllerOptions
+	// DefaultServiceAccount is impersonated by HelmReleases that name none.
+	DefaultServiceAccount string
+	// Charts gets the charts of HelmReleases; by default from Flux sources,
+	// with artifacts kept under ChartArtifactsDir.
+	Charts helmrelease.ChartGetter
+	// ChartArtifactsDir holds the source artifacts charts are read from;
+	// defaults to a directory under the system's temporary directory.
+	ChartArtifactsDir string
+	// Layers are the AddonsLayer controller's settings.
+	Layers addonslayer.Options
+	// Watches are the chart-backed kinds of watches.yaml, each reconciled as
+	// one Helm release per object.
+	Watches []watches.Watch
+	// WatchNamespaces limits the caches the Habitat controller starts itself;
+	// empty watches all namespaces, as the manager's cache.
+	WatchNamespaces []string
+}
+
+// WatchedKinds are the kinds whose informers must have synced before the
+// operator reports ready: without AddonsLayers when it watches only some
+// namespaces (see LayersEnabled).
+func WatchedKinds(watchNamespaces []string) []client.Object {
+	kinds := []client.Object{&kraanv1.HelmRelease{}, &habitatv1.Habitat{}}
+	if LayersEnabled(watchNamespaces) {
+		kinds = append(kinds, &kraanv1.AddonsLayer{})
+	}
+	return kinds
+}
+
+// LayersEnabled reports whether the AddonsLayer controller runs. It runs only
+// when the operator watches every namespace: a layer is cluster-scoped and
+// applies objects of any kind anywhere, which an operator confined to a few
+// namespaces can neither read nor write.
+func LayersEnabled(watchNamespaces []string) bool { return len(watchNamespaces) == 0 }
+
+// SetupAll registers every controller with mgr.
+func SetupAll(mgr ctrl.Manager, opts Options) error {
+	engine, err := helm.NewEngine(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	if err := helmrelease.Setup(mgr, engine, helmrelease.Options{
+		ControllerOptions:     opts.ControllerOptions,
+		DefaultServiceAccount: opts.DefaultServiceAccount,
+		Charts:                opts.Charts,
+		ChartArtifactsDir:     opts.ChartArtifactsDir,
+	}); err != nil {
+		return fmt.Errorf("setting up the HelmRelease controller: %w", err)
+	}
+	if err := SetupChartBacked(mgr, engine, opts); err != nil {
+		return err
+	}
+	if !LayersEnabled(opts.WatchNamespaces) {
+		mgr.GetLogger().Info("AddonsLayer controller disabled: it needs the whole cluster, the operator watches only some namespaces",
+			"namespaces", opts.WatchNamespaces)
+		return nil
+	}
+	layers := opts.Layers
+	layers.ControllerOptions = opts.ControllerOptions
+	layers.ChartBackedKinds = chartBackedKinds(opts.Watches)
+	if err := addonslayer.Setup(mgr, layers); err != nil {
+		return fmt.Errorf("setting up the AddonsLayer controller: %w", err)
+	}
+	return nil
+}
+
+// SetupChartBacked registers the Helm/Go hybrid APIs: one chart-backed
+// controller per watches.yaml entry, then the Habitat Go controller, which
+// completes the chart-backed Habitat kind.
+func SetupChartBacked(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
+	for _, w := range opts.Watches {
+		if err := chartbacked.Setup(mgr, engine, w, opts.ControllerOptions); err != nil {
+			return fmt.Errorf("setting up the chart-backed %s controller: %w", w.String(), err)
+		}
+	}
+	if err := habitat.Setup(mgr, habitat.Options{ControllerOptions: opts.ControllerOptions, WatchNamespaces: opts.WatchNamespaces}); err != nil {
+		return fmt.Errorf("setting up the Habitat controller: %w", err)
+	}
+	return nil
+}
+
+// chartBackedKinds are the kinds of watches.yaml: a layer waits for their
+// objects to be Ready at their generation, as for HelmReleases.
+func chartBackedKinds(ws []watches.Watch) []schema.GroupVersionKind {
+	kinds := make([]schema.GroupVersionKind, 0, len(ws))
+	for _, w := range ws {
+		kinds = append(kinds, w.GroupVersionKind())
+	}
+	return kinds
+}
+
+// Leader election and events are needed by every controller.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
