@@ -37,7 +37,7 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 		"concurrent", "data-path", "default-service-account", "default-source-namespace", "graceful-shutdown-timeout",
 		"health-probe-bind-address", "kubeconfig", "leader-elect", "leader-election-lease-duration",
 		"leader-election-namespace", "leader-election-renew-deadline", "leader-election-retry-period",
-		"log-format", "log-level", "metrics-bind-address", "metrics-secure", "source-host-override",
+		"log-format", "log-level", "max-retry-delay", "metrics-bind-address", "metrics-secure", "min-retry-delay", "source-host-override",
 		"watch-namespace", "watches-file",
 	}))
 }
@@ -48,6 +48,8 @@ func TestRun_BadFlags_ExitWithUsageError(t *testing.T) {
 		{"--leader-election-lease-duration=10s"}, // not above the default renew deadline
 		{"--leader-election-renew-deadline=2s"},  // not above 1.2 × the default retry period
 		{"--leader-election-retry-period=0s"},
+		{"--min-retry-delay=0s"},
+		{"--min-retry-delay=2m", "--max-retry-delay=1m"},
 	} {
 		var out bytes.Buffer
 		g := NewWithT(t)

@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 )
 
 // options are the operator's command-line flags. They live on a FlagSet of
@@ -95,6 +96,10 @@ func parseOptions(args []string, output io.Writer) (*options, error) {
 	opts := &options{}
 	if err := newFlagSet(opts, output).Parse(args); err != nil {
 		return nil, err
+	}
+	if opts.minRetryDelay <= 0 || opts.maxRetryDelay < opts.minRetryDelay {
+		return nil, fmt.Errorf("--min-retry-delay must be above 0 and at most --max-retry-delay, got %s and %s",
+			opts.minRetryDelay, opts.maxRetryDelay)
 	}
 	if opts.concurrent < 1 {
 		return nil, fmt.Errorf("--concurrent must be at least 1, got %d", opts.concurrent)

@@ -41,11 +41,11 @@ type Options struct {
 	Store *source.Store
 }
 
-// AddonsLayerReconciler reconciles AddonsLayer objects: it fetches the layer's
+// Reconciler reconciles AddonsLayer objects: it fetches the layer's
 // source artifact, renders its directory, hands objects over between layers,
 // checks prerequisites, applies server-side and waits for the objects to be
 // healthy. See docs/layers.md for the behaviour.
-type AddonsLayerReconciler struct {
+type Reconciler struct {
 	client.Client
 	// APIReader reads from the API server, bypassing the cache: the layer itself
 	// and the layers it depends on are judged on fresh data (Kraan #64).
@@ -72,7 +72,7 @@ type layerStep func(ctx context.Context, sc *layerScope) *halt
 
 // Reconcile brings one AddonsLayer towards its desired state, as a list of
 // steps; the status is written once, by the deferred patch.
-func (r *AddonsLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	start := r.now()
 	obj := &kraanv1.AddonsLayer{}
 	// Fresh, not from the cache: acting on a stale spec is how Kraan applied a
@@ -115,7 +115,7 @@ func (r *AddonsLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // ensureFinalizer adds the finalizer that lets deletion release and prune the
 // layer's objects. The status patch base is taken after it, so the deferred
 // patch does not undo it.
-func (r *AddonsLayerReconciler) ensureFinalizer(ctx context.Context, sc *layerScope) error {
+func (r *Reconciler) ensureFinalizer(ctx context.Context, sc *layerScope) error {
 	if controllerutil.ContainsFinalizer(sc.layer, kraanv1.Finalizer) {
 		return nil
 	}
@@ -131,7 +131,7 @@ func (r *AddonsLayerReconciler) ensureFinalizer(ctx context.Context, sc *layerSc
 // reconcileDelete releases every object of the inventory, waits the grace
 // period (spec.interval) so other layers can adopt them, prunes the rest, then
 // removes the finalizer.
-func (r *AddonsLayerReconciler) reconcileDelete(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileDelete(ctx context.Context, sc *layerScope) *halt {
 	if !controllerutil.ContainsFinalizer(sc.layer, kraanv1.Finalizer) {
 		return &halt{state: kraanv1.PruningState, reason: reasonDeleting, message: "AddonsLayer is being deleted"}
 	}

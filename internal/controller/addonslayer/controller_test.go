@@ -38,7 +38,7 @@ func (e *layerEnv) configMap(g Gomega, ns, name string) *corev1.ConfigMap {
 
 // One API server for the cases below: starting one costs seconds. Each case
 // uses its own source, layers and namespaces.
-func TestAddonsLayerReconciler(t *testing.T) {
+func TestReconciler(t *testing.T) {
 	e := startLayerEnv(t)
 	t.Run("deploys plain objects and HelmReleases once they are ready", e.testDeploys)
 	t.Run("dependents wait for their dependencies and start on their change", e.testDependsOn)

@@ -26,7 +26,7 @@ const testRestartPoll = time.Second
 // them afresh, so tests run again even when nothing else changed. A failed
 // test fails the layer, naming the test and the tail of its output, until a
 // new run, or until the user deletes the failed test object to run it again.
-func (r *AddonsLayerReconciler) reconcileLayerTests(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileLayerTests(ctx context.Context, sc *layerScope) *halt {
 	if len(sc.tests) == 0 {
 		return nil
 	}
@@ -60,7 +60,7 @@ func (r *AddonsLayerReconciler) reconcileLayerTests(ctx context.Context, sc *lay
 
 // startTestRun stamps the tests with run and deletes test objects left from
 // another run. It halts while those are still being deleted.
-func (r *AddonsLayerReconciler) startTestRun(ctx context.Context, sc *layerScope, run string) *halt {
+func (r *Reconciler) startTestRun(ctx context.Context, sc *layerScope, run string) *halt {
 	var restarting string
 	for _, test := range sc.tests {
 		manifest.StampLayerTestRun(test, run)
@@ -83,7 +83,7 @@ func (r *AddonsLayerReconciler) startTestRun(ctx context.Context, sc *layerScope
 // testFailure fails the layer, naming the test and how it ended. Only a new
 // run (version, revision) or the user deleting the test object changes the
 // outcome, so the layer is Stalled; it is still resynced every spec.interval.
-func (r *AddonsLayerReconciler) testFailure(ctx context.Context, sc *layerScope, test *unstructured.Unstructured, h apply.Health) *halt {
+func (r *Reconciler) testFailure(ctx context.Context, sc *layerScope, test *unstructured.Unstructured, h apply.Health) *halt {
 	output, err := r.Applier.TestOutput(ctx, test)
 	if err != nil {
 		output = "output not available: " + err.Error()

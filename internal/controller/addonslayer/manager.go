@@ -84,7 +84,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 
 // newReconciler wires the reconciler's collaborators. The chart-backed kinds
 // are judged by the Ready condition their reconciler writes.
-func newReconciler(mgr ctrl.Manager, opts Options) (*AddonsLayerReconciler, error) {
+func newReconciler(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	readyKinds := make([]schema.GroupKind, 0, len(opts.ChartBackedKinds))
 	for _, gvk := range opts.ChartBackedKinds {
 		readyKinds = append(readyKinds, gvk.GroupKind())
@@ -111,14 +111,14 @@ func newReconciler(mgr ctrl.Manager, opts Options) (*AddonsLayerReconciler, erro
 	if err != nil {
 		return nil, err
 	}
-	return &AddonsLayerReconciler{
+	return &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: apply.NewApplier(mgr.GetClient(), readyKinds...),
 		Store: store, Discovery: disco, Recorder: mgr.GetEventRecorder("kraan-operator"),
 		Metrics: metrics, Options: opts, now: time.Now,
 	}, nil
 }
 
-func (r *AddonsLayerReconciler) addIndexes(mgr ctrl.Manager) error {
+func (r *Reconciler) addIndexes(mgr ctrl.Manager) error {
 	idx := mgr.GetFieldIndexer()
 	err := idx.IndexField(context.Background(), &kraanv1.AddonsLayer{}, layerSourceIndex, func(o client.Object) []string {
 		return []string{r.sourceKey(o.(*kraanv1.AddonsLayer))}
@@ -144,7 +144,7 @@ func (r *AddonsLayerReconciler) addIndexes(mgr ctrl.Manager) error {
 // requestsForSourceChange maps a Flux source to the layers reading it. It
 // only computes requests: fetching happens in the reconcile (Kraan downloaded
 // artifacts in its mapper).
-func (r *AddonsLayerReconciler) requestsForSourceChange(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) requestsForSourceChange(ctx context.Context, obj client.Object) []reconcile.Request {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	if kind == "" { // typed objects from the cache may lack TypeMeta
 		if gvks, _, err := r.Scheme().ObjectKinds(obj); err == nil && len(gvks) > 0 {
@@ -156,11 +156,11 @@ func (r *AddonsLayerReconciler) requestsForSourceChange(ctx context.Context, obj
 
 // requestsForDependencyChange maps a layer to the layers that depend on it,
 // so a dependent starts as soon as its dependency turns Deployed.
-func (r *AddonsLayerReconciler) requestsForDependencyChange(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) requestsForDependencyChange(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.layersMatching(ctx, layerDependsOnIndex, obj.GetName())
 }
 
-func (r *AddonsLayerReconciler) layersMatching(ctx context.Context, index, value string) []reconcile.Request {
+func (r *Reconciler) layersMatching(ctx context.Context, index, value string) []reconcile.Request {
 	list := &kraanv1.AddonsLayerList{}
 	if err := r.List(ctx, list, client.MatchingFields{index: value}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing layers for a watch event failed", "index", index, "value", value)
@@ -184,7 +184,7 @@ func requestsForOwnedObject(_ context.Context, obj client.Object) []reconcile.Re
 
 // collectArtifacts removes, every artifactGCInterval, the artifacts that no
 // layer's source serves any more.
-func (r *AddonsLayerReconciler) collectArtifacts(ctx context.Context) error {
+func (r *Reconciler) collectArtifacts(ctx context.Context) error {
 	ticker := time.NewTicker(artifactGCInterval)
 	defer ticker.Stop()
 	for {
@@ -199,7 +199,7 @@ func (r *AddonsLayerReconciler) collectArtifacts(ctx context.Context) error {
 	}
 }
 
-func (r *AddonsLayerReconciler) collectArtifactsOnce(ctx context.Context) error {
+func (r *Reconciler) collectArtifactsOnce(ctx context.Context) error {
 	list := &kraanv1.AddonsLayerList{}
 	if err := r.List(ctx, list); err != nil {
 		return fmt.Errorf("listing layers: %w", err)

@@ -22,7 +22,7 @@ const suspendedByHoldAnnotation = "kraan/suspended-by-hold"
 // reconcileHold stops a held layer here, suspending its HelmReleases so their
 // own triggers (a changed values ConfigMap) cannot upgrade them either (Kraan
 // #462). Without hold, the releases hold suspended are resumed.
-func (r *AddonsLayerReconciler) reconcileHold(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileHold(ctx context.Context, sc *layerScope) *halt {
 	n, err := r.setHeldReleasesSuspended(ctx, sc.layer.Name, sc.layer.Spec.Hold)
 	if err != nil {
 		return failed(kraanv1.ReasonReconcileError, err)
@@ -42,7 +42,7 @@ func (r *AddonsLayerReconciler) reconcileHold(ctx context.Context, sc *layerScop
 // setHeldReleasesSuspended suspends (hold) or resumes (unhold) the layer's
 // HelmReleases and returns how many it changed. Resuming touches only those
 // hold suspended; a release suspended in the source stays suspended.
-func (r *AddonsLayerReconciler) setHeldReleasesSuspended(ctx context.Context, name string, hold bool) (int, error) {
+func (r *Reconciler) setHeldReleasesSuspended(ctx context.Context, name string, hold bool) (int, error) {
 	list := &kraanv1.HelmReleaseList{}
 	if err := r.List(ctx, list, client.MatchingLabels{manifest.LayerLabel: name}); err != nil {
 		return 0, fmt.Errorf("listing the layer's HelmReleases: %w", err)
@@ -62,7 +62,7 @@ func (r *AddonsLayerReconciler) setHeldReleasesSuspended(ctx context.Context, na
 	return changed, nil
 }
 
-func (r *AddonsLayerReconciler) patchSuspend(ctx context.Context, hr *kraanv1.HelmRelease, hold bool) error {
+func (r *Reconciler) patchSuspend(ctx context.Context, hr *kraanv1.HelmRelease, hold bool) error {
 	var mark any // nil removes the annotation
 	if hold {
 		mark = "true"
@@ -85,7 +85,7 @@ func (r *AddonsLayerReconciler) patchSuspend(ctx context.Context, hr *kraanv1.He
 // Deployed at the required version and its source's current revision. The
 // dependencies are read fresh from the API server; a dependent is woken by
 // the watch on layers when a dependency changes, not by polling.
-func (r *AddonsLayerReconciler) reconcilePrerequisites(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcilePrerequisites(ctx context.Context, sc *layerScope) *halt {
 	h := r.checkK8sVersion(sc)
 	if h == nil {
 		h = r.checkCycle(ctx, sc)
@@ -101,7 +101,7 @@ func (r *AddonsLayerReconciler) reconcilePrerequisites(ctx context.Context, sc *
 	return nil
 }
 
-func (r *AddonsLayerReconciler) checkK8sVersion(sc *layerScope) *halt {
+func (r *Reconciler) checkK8sVersion(sc *layerScope) *halt {
 	if sc.layer.Spec.Prereqs.K8sVersion == "" {
 		return nil
 	}
@@ -120,7 +120,7 @@ func (r *AddonsLayerReconciler) checkK8sVersion(sc *layerScope) *halt {
 
 // checkCycle builds the graph of every layer's dependsOn; a cycle is a
 // configuration error no wait can fix.
-func (r *AddonsLayerReconciler) checkCycle(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) checkCycle(ctx context.Context, sc *layerScope) *halt {
 	if len(sc.layer.Spec.Prereqs.DependsOn) == 0 {
 		return nil
 	}
@@ -141,7 +141,7 @@ func (r *AddonsLayerReconciler) checkCycle(ctx context.Context, sc *layerScope) 
 	return nil
 }
 
-func (r *AddonsLayerReconciler) checkDependencies(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) checkDependencies(ctx context.Context, sc *layerScope) *halt {
 	deps, err := layer.ParseDependencies(sc.layer.Spec.Prereqs.DependsOn)
 	if err != nil {
 		return stalledFailure(reasonInvalidDependency, err.Error())
@@ -167,7 +167,7 @@ func (r *AddonsLayerReconciler) checkDependencies(ctx context.Context, sc *layer
 }
 
 // dependencyState reads a dependency layer and its source from the API server.
-func (r *AddonsLayerReconciler) dependencyState(ctx context.Context, name string) (*layer.DependencyState, error) {
+func (r *Reconciler) dependencyState(ctx context.Context, name string) (*layer.DependencyState, error) {
 	dep := &kraanv1.AddonsLayer{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, dep); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -37,7 +37,7 @@ func sourceKind(kind string) string {
 }
 
 // sourceNamespace is the namespace of a layer's source.
-func (r *AddonsLayerReconciler) sourceNamespace(obj *kraanv1.AddonsLayer) string {
+func (r *Reconciler) sourceNamespace(obj *kraanv1.AddonsLayer) string {
 	if obj.Spec.Source.Namespace != "" {
 		return obj.Spec.Source.Namespace
 	}
@@ -46,7 +46,7 @@ func (r *AddonsLayerReconciler) sourceNamespace(obj *kraanv1.AddonsLayer) string
 
 // sourceKey names a layer's source, "GitRepository/flux-system/addons"; it is
 // the value of the source field index.
-func (r *AddonsLayerReconciler) sourceKey(obj *kraanv1.AddonsLayer) string {
+func (r *Reconciler) sourceKey(obj *kraanv1.AddonsLayer) string {
 	return sourceIndexKey(sourceKind(obj.Spec.Source.Kind), r.sourceNamespace(obj), obj.Spec.Source.Name)
 }
 
@@ -70,7 +70,7 @@ func newSourceObject(kind string) (client.Object, error) {
 // observeSource reads a layer's source with reader and reports its artifact
 // when the source is Ready for its current generation: source-controller keeps
 // the last good artifact when a new spec fails, and Kraan #138 deployed it.
-func (r *AddonsLayerReconciler) observeSource(ctx context.Context, reader client.Reader, obj *kraanv1.AddonsLayer) (sourceObservation, error) {
+func (r *Reconciler) observeSource(ctx context.Context, reader client.Reader, obj *kraanv1.AddonsLayer) (sourceObservation, error) {
 	key := r.sourceKey(obj)
 	src, err := newSourceObject(obj.Spec.Source.Kind)
 	if err != nil {
@@ -117,7 +117,7 @@ func conditionMessage(c *metav1.Condition) string {
 // reconcileSource waits for the source's artifact, fetches it into the store
 // (verified, extracted, kept by digest; one download serves every layer on the
 // same revision) and finds the layer's directory in it.
-func (r *AddonsLayerReconciler) reconcileSource(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileSource(ctx context.Context, sc *layerScope) *halt {
 	obs, err := r.observeSource(ctx, r.Client, sc.layer)
 	if err != nil {
 		return r.sourceFailed(sc, reasonSourceNotReady, failed(reasonSourceNotReady, err))
@@ -210,7 +210,7 @@ func artifactUnusable(err error) bool {
 }
 
 // sourceFailed records h's message on SourceReady and returns h.
-func (r *AddonsLayerReconciler) sourceFailed(sc *layerScope, reason string, h *halt) *halt {
+func (r *Reconciler) sourceFailed(sc *layerScope, reason string, h *halt) *halt {
 	setLayerCondition(sc.layer, kraanv1.SourceReadyCondition, false, reason, h.message)
 	return h
 }

@@ -142,7 +142,7 @@ func deployed(sc *layerScope) *halt {
 
 // summarize writes the outcome into the status: state, version, revision,
 // inventory and the kstatus conditions, all derived from the halt.
-func (r *AddonsLayerReconciler) summarize(sc *layerScope) {
+func (r *Reconciler) summarize(sc *layerScope) {
 	obj, h := sc.layer, sc.halt
 	if h == nil { // a panic in a step; nothing observed to report
 		return
@@ -196,7 +196,7 @@ func setReadyCondition(obj *kraanv1.AddonsLayer, h *halt) {
 // --for=condition=Deployed`); Hold leaves it as it was, since nothing changes.
 // While Applying, its transition time is when the wait began: spec.timeout
 // counts from there.
-func (r *AddonsLayerReconciler) setDeployedCondition(sc *layerScope) {
+func (r *Reconciler) setDeployedCondition(sc *layerScope) {
 	h := sc.halt
 	if h.state == kraanv1.HoldState {
 		return
@@ -233,7 +233,7 @@ func reconcilingMessage(h *halt, reconciling bool) string {
 }
 
 // recordStateChange emits an event when the state changed, Warning for Failed.
-func (r *AddonsLayerReconciler) recordStateChange(sc *layerScope) {
+func (r *Reconciler) recordStateChange(sc *layerScope) {
 	h := sc.halt
 	if r.Recorder == nil || h.state == sc.oldState || sc.deleted {
 		return
@@ -246,7 +246,7 @@ func (r *AddonsLayerReconciler) recordStateChange(sc *layerScope) {
 }
 
 // patchStatus writes the status once, as a merge patch against what was read.
-func (r *AddonsLayerReconciler) patchStatus(ctx context.Context, sc *layerScope) error {
+func (r *Reconciler) patchStatus(ctx context.Context, sc *layerScope) error {
 	if sc.deleted {
 		return nil
 	}

@@ -25,7 +25,7 @@ const (
 // reconcileRender reads the layer's directory into objects. A file that does
 // not parse fails the layer, naming the file, before anything is applied or
 // released: what was deployed stays.
-func (r *AddonsLayerReconciler) reconcileRender(_ context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileRender(_ context.Context, sc *layerScope) *halt {
 	res, err := manifest.Read(sc.dir, manifest.Options{Root: sc.root, Layer: sc.layer.Name, Version: sc.layer.Spec.Version})
 	if err != nil {
 		return stalledFailure(reasonRenderFailed, fmt.Sprintf("revision %s: %v", sc.revision, err))
@@ -42,7 +42,7 @@ func (r *AddonsLayerReconciler) reconcileRender(_ context.Context, sc *layerScop
 // prune and adoption did, so a layer waiting for its dependencies still lets
 // go of what moved to another layer: otherwise an add-on moving to a layer its
 // old layer depends on would deadlock.
-func (r *AddonsLayerReconciler) reconcileHandover(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileHandover(ctx context.Context, sc *layerScope) *halt {
 	defined := sc.defined()
 	released, until, err := r.releaseAll(ctx, sc, defined)
 	if err != nil {
@@ -65,7 +65,7 @@ func (r *AddonsLayerReconciler) reconcileHandover(ctx context.Context, sc *layer
 // releaseAll releases every inventory object not in keep (see
 // apply.Applier.Release) and returns those still waiting for adoption, with
 // the earliest time one of them will be pruned.
-func (r *AddonsLayerReconciler) releaseAll(ctx context.Context, sc *layerScope, keep []*unstructured.Unstructured) ([]kraanv1.Resource, time.Time, error) {
+func (r *Reconciler) releaseAll(ctx context.Context, sc *layerScope, keep []*unstructured.Unstructured) ([]kraanv1.Resource, time.Time, error) {
 	wanted := make(map[string]bool, len(keep))
 	for _, obj := range keep {
 		wanted[apply.RefOf(obj).Key()] = true
@@ -120,7 +120,7 @@ func desiredInventory(sc *layerScope) []kraanv1.Resource {
 // reconcileApply applies the objects server-side. An object another layer
 // owns fails the layer, naming both, and is retried soon: the owner may be
 // about to release it.
-func (r *AddonsLayerReconciler) reconcileApply(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileApply(ctx context.Context, sc *layerScope) *halt {
 	changed, err := r.Applier.Apply(ctx, sc.layer.Name, sc.objects)
 	if err != nil {
 		return applyFailure(err)
@@ -158,7 +158,7 @@ func applyingSince(sc *layerScope, changed bool) time.Time {
 // reconcileReadiness records every object's health in the inventory and waits
 // for all of them. The message names the first object not ready and its
 // latest reason. Past spec.timeout the layer is Failed, and keeps checking.
-func (r *AddonsLayerReconciler) reconcileReadiness(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) *halt {
 	var first string
 	for i, obj := range sc.objects {
 		h, err := r.Applier.HealthOf(ctx, obj)
@@ -200,7 +200,7 @@ func setResourceStatus(res *kraanv1.Resource, h apply.Health, now time.Time) {
 }
 
 // event records a Normal event about the layer.
-func (r *AddonsLayerReconciler) event(sc *layerScope, reason, format string, args ...any) {
+func (r *Reconciler) event(sc *layerScope, reason, format string, args ...any) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(sc.layer, nil, "Normal", reason, reason, format, args...)
 	}

@@ -23,10 +23,10 @@ import (
 // ChartFinalizer keeps a chart-backed object until its release is uninstalled.
 const ChartFinalizer = "kraan.io/uninstall-helm-release"
 
-// ChartReconciler reconciles the objects of one chart-backed kind listed in
+// Reconciler reconciles the objects of one chart-backed kind listed in
 // watches.yaml: each object is one Helm release of the watch's chart, named
 // and placed as the object, with the object's .spec as values.
-type ChartReconciler struct {
+type Reconciler struct {
 	client.Client
 	// Engine runs the releases.
 	Engine *helm.Engine
@@ -57,7 +57,7 @@ type chartScope struct {
 }
 
 // Reconcile brings one object's release to its spec.
-func (r *ChartReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := r.newObject()
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -107,7 +107,7 @@ func chartResult(sc *chartScope, period time.Duration) (ctrl.Result, error) {
 }
 
 // reconcileRelease turns the spec into values and runs the release.
-func (r *ChartReconciler) reconcileRelease(ctx context.Context, sc *chartScope, obj *unstructured.Unstructured) {
+func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope, obj *unstructured.Unstructured) {
 	spec, _, err := unstructured.NestedMap(obj.Object, "spec")
 	if err != nil {
 		sc.valuesErr = fmt.Errorf("reading .spec: %w", err)
@@ -130,7 +130,7 @@ func (r *ChartReconciler) reconcileRelease(ctx context.Context, sc *chartScope, 
 }
 
 // reconcileDelete uninstalls the release, then lets the object go.
-func (r *ChartReconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unstructured) error {
+func (r *Reconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unstructured) error {
 	if !controllerutil.ContainsFinalizer(obj, ChartFinalizer) {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (r *ChartReconciler) reconcileDelete(ctx context.Context, obj *unstructured
 }
 
 // newObject returns an empty object of the watched kind.
-func (r *ChartReconciler) newObject() *unstructured.Unstructured {
+func (r *Reconciler) newObject() *unstructured.Unstructured {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.Watch.GroupVersionKind())
 	return obj

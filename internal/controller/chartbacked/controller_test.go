@@ -96,7 +96,7 @@ func updateGadget(g Gomega, c client.Client, obj *unstructured.Unstructured, val
 	}, 30*time.Second).Should(Succeed())
 }
 
-func TestChartReconciler_Lifecycle(t *testing.T) {
+func TestReconciler_Lifecycle(t *testing.T) {
 	g := NewWithT(t)
 	c := startChartEnv(t)
 	ctx := context.Background()
@@ -163,7 +163,7 @@ func TestChartReconciler_Lifecycle(t *testing.T) {
 	g.Expect(secrets.Items).To(BeEmpty())
 }
 
-func TestChartReconciler_Annotations_DisableHooks(t *testing.T) {
+func TestReconciler_Annotations_DisableHooks(t *testing.T) {
 	g := NewWithT(t)
 	c := startChartEnv(t)
 	ctx := context.Background()
@@ -215,7 +215,7 @@ func TestReconcilePeriodFor(t *testing.T) {
 	}
 }
 
-func TestChartReconciler_ReleaseFailure_ReportedThenRecovered(t *testing.T) {
+func TestReconciler_ReleaseFailure_ReportedThenRecovered(t *testing.T) {
 	g := NewWithT(t)
 	c := startChartEnv(t)
 	ctx := context.Background()
@@ -231,7 +231,7 @@ func TestChartReconciler_ReleaseFailure_ReportedThenRecovered(t *testing.T) {
 	g.Expect(conditionOf(c, gadget, ChartReleaseFailed)(g)).To(Equal("False/ReleaseSucceeded"))
 }
 
-func TestChartReconciler_Selector_ReconcilesOnlyMatchingObjects(t *testing.T) {
+func TestReconciler_Selector_ReconcilesOnlyMatchingObjects(t *testing.T) {
 	g := NewWithT(t)
 	c := startChartEnv(t, func(w *watches.Watch) {
 		w.LabelSelector = labels.SelectorFromSet(labels.Set{"shard": "a"})

@@ -31,7 +31,7 @@ const chartFieldOwner = "kraan-operator-chart"
 // Setup registers the reconciler of watch w with mgr: one Helm release per
 // object of the watched kind, run by engine.
 func Setup(mgr manager.Manager, engine *helm.Engine, w watches.Watch, opts kit.ControllerOptions) error {
-	r := &ChartReconciler{
+	r := &Reconciler{
 		Client: mgr.GetClient(),
 		Engine: engine,
 		Watch:  w,
@@ -42,7 +42,7 @@ func Setup(mgr manager.Manager, engine *helm.Engine, w watches.Watch, opts kit.C
 
 // setupWithManager registers the reconciler of the watch's kind. Dependent
 // kinds are watched as releases render them (see reconcileDependents).
-func (r *ChartReconciler) setupWithManager(mgr manager.Manager, opts kit.ControllerOptions) error {
+func (r *Reconciler) setupWithManager(mgr manager.Manager, opts kit.ControllerOptions) error {
 	r.chartDigest = helm.ChartDigest(r.Watch.LoadedChart)
 	r.mgr = mgr
 	if r.Mapper == nil {
@@ -65,7 +65,7 @@ func (r *ChartReconciler) setupWithManager(mgr manager.Manager, opts kit.Control
 }
 
 // selectorPredicate admits only the objects the watch's selector matches.
-func (r *ChartReconciler) selectorPredicate() predicate.Predicate {
+func (r *Reconciler) selectorPredicate() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Watch.LabelSelector.Matches(labels.Set(o.GetLabels()))
 	})
@@ -90,7 +90,7 @@ func specChangedPredicate() predicate.Predicate {
 // reconcileDependents watches the kinds of the deployed release's objects and
 // restores those deleted or edited since: Helm only writes on install and
 // upgrade, so without this a deleted StatefulSet would stay deleted.
-func (r *ChartReconciler) reconcileDependents(ctx context.Context, owner *unstructured.Unstructured, sc *chartScope) error {
+func (r *Reconciler) reconcileDependents(ctx context.Context, owner *unstructured.Unstructured, sc *chartScope) error {
 	rel := sc.result.LatestRevision(helm.Desired{})
 	if !r.Watch.WatchesDependents() || rel == nil || sc.result.Next != helm.ActionNone {
 		return nil
@@ -115,7 +115,7 @@ func (r *ChartReconciler) reconcileDependents(ctx context.Context, owner *unstru
 	return errors.Join(errs...)
 }
 
-func (r *ChartReconciler) isNamespaced(obj *unstructured.Unstructured) bool {
+func (r *Reconciler) isNamespaced(obj *unstructured.Unstructured) bool {
 	gvk := obj.GroupVersionKind()
 	mapping, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	return err == nil && mapping.Scope.Name() == "namespace"
@@ -123,7 +123,7 @@ func (r *ChartReconciler) isNamespaced(obj *unstructured.Unstructured) bool {
 
 // watchDependent starts, once per kind, a watch that enqueues the owner of a
 // changed or deleted dependent.
-func (r *ChartReconciler) watchDependent(gvk schema.GroupVersionKind) error {
+func (r *Reconciler) watchDependent(gvk schema.GroupVersionKind) error {
 	if _, seen := r.dependents.LoadOrStore(gvk, true); seen || r.controller == nil {
 		return nil
 	}

@@ -86,7 +86,7 @@ func reconcilePeriodFor(obj client.Object, watchPeriod time.Duration) time.Durat
 }
 
 // postRenderer gives the rendered objects a controller reference to obj.
-func (r *ChartReconciler) postRenderer(obj *unstructured.Unstructured) *helm.OwnerRefPostRenderer {
+func (r *Reconciler) postRenderer(obj *unstructured.Unstructured) *helm.OwnerRefPostRenderer {
 	return &helm.OwnerRefPostRenderer{
 		Owner: metav1.OwnerReference{
 			APIVersion:         obj.GetAPIVersion(),

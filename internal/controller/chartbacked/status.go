@@ -176,7 +176,7 @@ func setDeployedRelease(obj *unstructured.Unstructured, rel *helm.Revision) {
 
 // recordFailures emits a Warning event naming the failed action; the reason
 // equals the condition reason.
-func (r *ChartReconciler) recordFailures(obj *unstructured.Unstructured, sc *chartScope) {
+func (r *Reconciler) recordFailures(obj *unstructured.Unstructured, sc *chartScope) {
 	if step, ok := lastFailedStep(sc.result); ok {
 		r.Events.Warning(obj, failureReason(step.Action), step.Err.Error())
 		return

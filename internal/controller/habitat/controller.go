@@ -15,11 +15,11 @@ import (
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 )
 
-// HabitatReconciler is the Go half of the Habitat API: the chart-backed
+// Reconciler is the Go half of the Habitat API: the chart-backed
 // reconciler renders the StatefulSet from helm-charts/habitat; this one does
 // what a chart cannot — the peer list that follows pods, the generated ring
 // key and the status fields about them.
-type HabitatReconciler struct {
+type Reconciler struct {
 	client.Client
 	// Pods reads the supervisors' pods from a cache that holds only pods
 	// labelled by the Habitat chart.
@@ -43,7 +43,7 @@ type habitatScope struct {
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile keeps the peer list and ring key of one Habitat and reports them.
-func (r *HabitatReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &habitatv1.Habitat{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -74,7 +74,7 @@ func (r *HabitatReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 // observeStatefulSet reads the ready replicas of the chart's StatefulSet; a
 // StatefulSet the chart has not rendered yet has none.
-func (r *HabitatReconciler) observeStatefulSet(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
+func (r *Reconciler) observeStatefulSet(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
 	sts := &appsv1.StatefulSet{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, sts)
 	if apierrors.IsNotFound(err) {

@@ -94,7 +94,7 @@ func peerList(c client.Client, group string) func(Gomega) string {
 	}
 }
 
-func TestHabitatReconciler_PeerListsPerRing(t *testing.T) {
+func TestReconciler_PeerListsPerRing(t *testing.T) {
 	g := NewWithT(t)
 	c := startHabitatEnv(t)
 	ctx := context.Background()
@@ -138,7 +138,7 @@ func TestHabitatReconciler_PeerListsPerRing(t *testing.T) {
 	g.Eventually(peerList(c, "ring.shop"), habitatTimeout).Should(Equal("10.0.0.1\n10.0.0.3"))
 }
 
-func TestHabitatReconciler_ChartAndRingKey(t *testing.T) {
+func TestReconciler_ChartAndRingKey(t *testing.T) {
 	g := NewWithT(t)
 	c := startHabitatEnv(t)
 	ctx := context.Background()

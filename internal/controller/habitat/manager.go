@@ -31,14 +31,14 @@ type Options struct {
 
 // Setup registers the Habitat Go controller with mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	return (&HabitatReconciler{Client: mgr.GetClient()}).setupWithManager(mgr, opts)
+	return (&Reconciler{Client: mgr.GetClient()}).setupWithManager(mgr, opts)
 }
 
 // setupWithManager registers the reconciler with mgr. Pods come from a cache
 // of their own that holds only pods the Habitat chart labelled: a cluster's
 // other pods are never listed or watched (Habitat operator issue "Only watch
 // for our own Pods").
-func (r *HabitatReconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
+func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
 	podCache, err := newHabitatPodCache(mgr, opts)
 	if err != nil {
 		return err
@@ -87,18 +87,18 @@ func newHabitatPodCache(mgr ctrl.Manager, opts Options) (cache.Cache, error) {
 
 // requestsForPodChange enqueues every Habitat of the pod's peer group: a pod
 // starting or dying changes the list all of them share.
-func (r *HabitatReconciler) requestsForPodChange(ctx context.Context, pod *corev1.Pod) []reconcile.Request {
+func (r *Reconciler) requestsForPodChange(ctx context.Context, pod *corev1.Pod) []reconcile.Request {
 	return r.requestsForGroup(ctx, pod.Namespace, pod.Labels[PeerGroupLabel])
 }
 
 // requestsForPeerListChange enqueues the Habitats of a peer list that was
 // edited or deleted by hand, so it is rewritten.
-func (r *HabitatReconciler) requestsForPeerListChange(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) requestsForPeerListChange(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.requestsForGroup(ctx, obj.GetNamespace(), obj.GetLabels()[PeerGroupLabel])
 }
 
 // requestsForGroup lists the Habitats of a peer group from the cache.
-func (r *HabitatReconciler) requestsForGroup(ctx context.Context, namespace, group string) []reconcile.Request {
+func (r *Reconciler) requestsForGroup(ctx context.Context, namespace, group string) []reconcile.Request {
 	if group == "" {
 		return nil
 	}

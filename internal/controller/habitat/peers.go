@@ -42,7 +42,7 @@ func PeerConfigMapName(group string) string {
 // reconcilePeers writes the peer group's Running pod IPs, one per line, into
 // the group's ConfigMap. Every Habitat of the group owns the ConfigMap, so it
 // goes with the last of them.
-func (r *HabitatReconciler) reconcilePeers(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
+func (r *Reconciler) reconcilePeers(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
 	pods := &corev1.PodList{}
 	if err := r.Pods.List(ctx, pods, client.InNamespace(obj.Namespace), client.MatchingLabels{PeerGroupLabel: sc.group}); err != nil {
 		return fmt.Errorf("listing pods of %s: %w", sc.group, err)
@@ -69,7 +69,7 @@ func (r *HabitatReconciler) reconcilePeers(ctx context.Context, sc *habitatScope
 }
 
 // groupMembers returns owner references to the live Habitats of a group.
-func (r *HabitatReconciler) groupMembers(ctx context.Context, namespace, group string) ([]metav1.OwnerReference, error) {
+func (r *Reconciler) groupMembers(ctx context.Context, namespace, group string) ([]metav1.OwnerReference, error) {
 	list := &habitatv1.HabitatList{}
 	if err := r.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing Habitats: %w", err)

@@ -43,7 +43,7 @@ func NewRingKey(ring string, now time.Time) (fileName string, content []byte, er
 // reconcileRingKey records the ring key Secret in use and, when the spec asks
 // for a generated key, creates it once: an existing key is never replaced, so
 // upgrades and restarts keep the ring's members able to talk.
-func (r *HabitatReconciler) reconcileRingKey(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
+func (r *Reconciler) reconcileRingKey(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
 	svc := obj.Spec.Service
 	sc.ringKeySecret = svc.RingSecretName
 	if !svc.GenerateRingKey {
@@ -61,7 +61,7 @@ func (r *HabitatReconciler) reconcileRingKey(ctx context.Context, sc *habitatSco
 	return r.addRingKeyOwner(ctx, secret, obj)
 }
 
-func (r *HabitatReconciler) createRingKey(ctx context.Context, obj *habitatv1.Habitat, name string) error {
+func (r *Reconciler) createRingKey(ctx context.Context, obj *habitatv1.Habitat, name string) error {
 	file, content, err := NewRingKey(obj.Spec.Service.Ring, time.Now())
 	if err != nil {
 		return err
@@ -82,7 +82,7 @@ func (r *HabitatReconciler) createRingKey(ctx context.Context, obj *habitatv1.Ha
 
 // addRingKeyOwner makes every Habitat of the ring an owner of its key, so
 // the key goes only with the ring's last Habitat.
-func (r *HabitatReconciler) addRingKeyOwner(ctx context.Context, secret *corev1.Secret, obj *habitatv1.Habitat) error {
+func (r *Reconciler) addRingKeyOwner(ctx context.Context, secret *corev1.Secret, obj *habitatv1.Habitat) error {
 	if slices.ContainsFunc(secret.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == obj.UID }) {
 		return nil
 	}

@@ -39,9 +39,9 @@ type Options struct {
 	ChartArtifactsDir string
 }
 
-// HelmReleaseReconciler installs and keeps HelmReleases in sync with the
+// Reconciler installs and keeps HelmReleases in sync with the
 // embedded Helm engine.
-type HelmReleaseReconciler struct {
+type Reconciler struct {
 	client.Client
 	// APIReader reads ConfigMaps and Secrets uncached: the operator watches
 	// only their metadata, so it does not hold every Secret of the cluster in memory.
@@ -79,7 +79,7 @@ const sourceRetry = 30 * time.Second
 // Reconcile brings one HelmRelease towards its desired state: get, then the
 // deferred summary and status patch, deletion, finalizer, suspend, and the
 // steps.
-func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	hr := &kraanv1.HelmRelease{}
 	// A fresh read: the failure counters in status decide retries, and a
 	// cached copy may not yet show what the previous pass wrote.
@@ -117,7 +117,7 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // ensureFinalizer adds the finalizer that uninstalls the release on deletion.
 // The status patch base is taken after it, so the status patch does not undo it.
-func (r *HelmReleaseReconciler) ensureFinalizer(ctx context.Context, sc *releaseScope) error {
+func (r *Reconciler) ensureFinalizer(ctx context.Context, sc *releaseScope) error {
 	if controllerutil.ContainsFinalizer(sc.hr, kraanv1.Finalizer) {
 		return nil
 	}
@@ -132,7 +132,7 @@ func (r *HelmReleaseReconciler) ensureFinalizer(ctx context.Context, sc *release
 
 // reconcileDelete uninstalls the release, then lets the object go. A
 // suspended release is left installed, as Flux does.
-func (r *HelmReleaseReconciler) reconcileDelete(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	hr := sc.hr
 	r.staleCharts.Forget(client.ObjectKeyFromObject(hr))
 	if !controllerutil.ContainsFinalizer(hr, kraanv1.Finalizer) {

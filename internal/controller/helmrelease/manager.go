@@ -39,7 +39,7 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	r := &HelmReleaseReconciler{
+	r := &Reconciler{
 		Client:                mgr.GetClient(),
 		APIReader:             mgr.GetAPIReader(),
 		Engine:                engine,
@@ -75,7 +75,7 @@ func newSourceCharts(mgr ctrl.Manager, dir string) (*SourceCharts, error) {
 }
 
 // setupWithManager registers the reconciler, its indexes and watches.
-func (r *HelmReleaseReconciler) setupWithManager(mgr ctrl.Manager, opts kit.ControllerOptions) error {
+func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts kit.ControllerOptions) error {
 	ctx := context.Background()
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(ctx, &kraanv1.HelmRelease{}, dependsOnIndex, dependsOnKeys); err != nil {
@@ -127,7 +127,7 @@ func valuesFromKeys(obj client.Object) []string {
 
 // requestsForDependency maps a HelmRelease to the releases that depend on it,
 // when it is Ready at its current generation.
-func (r *HelmReleaseReconciler) requestsForDependency(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) requestsForDependency(ctx context.Context, obj client.Object) []reconcile.Request {
 	hr := obj.(*kraanv1.HelmRelease)
 	if hr.Status.ObservedGeneration != hr.Generation || !isReady(hr) {
 		return nil
@@ -135,14 +135,14 @@ func (r *HelmReleaseReconciler) requestsForDependency(ctx context.Context, obj c
 	return r.listRequests(ctx, client.MatchingFields{dependsOnIndex: hr.Namespace + "/" + hr.Name})
 }
 
-func (r *HelmReleaseReconciler) requestsForValuesFrom(kind string) handler.MapFunc {
+func (r *Reconciler) requestsForValuesFrom(kind string) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		return r.listRequests(ctx, client.InNamespace(obj.GetNamespace()),
 			client.MatchingFields{valuesFromIndex: kind + "/" + obj.GetName()})
 	}
 }
 
-func (r *HelmReleaseReconciler) listRequests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+func (r *Reconciler) listRequests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	list := &kraanv1.HelmReleaseList{}
 	if err := r.List(ctx, list, opts...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing HelmReleases for a watch event")

@@ -3,9 +3,10 @@ package helmrelease
 import (
 	"time"
 
-	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 )
 
 // Metrics are the operator's own series, on controller-runtime's registry so

@@ -58,7 +58,7 @@ func setCondition(hr *kraanv1.HelmRelease, condType string, status metav1.Condit
 // reportProgress marks the release Reconciling, naming the Helm action about
 // to run, and writes it at once: an install or upgrade waits up to its
 // timeout, and a user watching the object sees what it is doing meanwhile.
-func (r *HelmReleaseReconciler) reportProgress(ctx context.Context, sc *releaseScope, action helm.Action) {
+func (r *Reconciler) reportProgress(ctx context.Context, sc *releaseScope, action helm.Action) {
 	hr := sc.hr
 	target := r.targetOf(hr)
 	msg := fmt.Sprintf("Running %s of release %s/%s with chart %s@%s",
@@ -75,7 +75,7 @@ func (r *HelmReleaseReconciler) reportProgress(ctx context.Context, sc *releaseS
 // Ready, writes the status once and decides the requeue from the error's
 // class: terminal errors wait for a change, waits requeue after their delay,
 // transient errors back off.
-func (r *HelmReleaseReconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Result, err error) (ctrl.Result, error) {
+func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Result, err error) (ctrl.Result, error) {
 	hr := sc.hr
 	if sc.deleted {
 		return res, err
@@ -132,7 +132,7 @@ func setOutcomeConditions(sc *releaseScope, res ctrl.Result, err error) {
 }
 
 // recordRun turns what the engine did into status, events and metrics.
-func (r *HelmReleaseReconciler) recordRun(sc *releaseScope) {
+func (r *Reconciler) recordRun(sc *releaseScope) {
 	hr, res := sc.hr, sc.run
 	s := &hr.Status
 	s.LastAttemptedRevision = sc.desired.ChartVersion()
@@ -151,7 +151,7 @@ func (r *HelmReleaseReconciler) recordRun(sc *releaseScope) {
 	setTestCondition(hr, latest)
 }
 
-func (r *HelmReleaseReconciler) recordStep(hr *kraanv1.HelmRelease, step helm.Step) {
+func (r *Reconciler) recordStep(hr *kraanv1.HelmRelease, step helm.Step) {
 	reason, ok := stepReasons[step.Action]
 	if !ok {
 		return

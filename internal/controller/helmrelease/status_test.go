@@ -26,6 +26,25 @@ import (
 type state struct{ status, reason string }
 
 func TestSummaryFor_EveryCombination(t *testing.T) {
+	for _, ignoreTests := range []bool{false, true} {
+		hr := &kraanv1.HelmRelease{}
+		hr.Generation = 3
+		if ignoreTests {
+			hr.Spec.Test = &kraanv1.Test{Enable: true, IgnoreFailures: true}
+		}
+		for _, combo := range ownedCombinations() {
+			checkReleaseReady(t, hr, ignoreTests, combo)
+		}
+	}
+}
+
+// ownedOrder is the order of the owned conditions in a combination.
+var ownedOrder = []string{kraanv1.StalledCondition, kraanv1.ReconcilingCondition, kraanv1.RemediatedCondition,
+	kraanv1.TestSuccessCondition, kraanv1.ReleasedCondition}
+
+// ownedCombinations lists every combination of the states each owned
+// condition can be in, one state per condition of ownedOrder.
+func ownedCombinations() [][]state {
 	options := map[string][]state{
 		kraanv1.StalledCondition:     {{}, {"True", kraanv1.ReasonRetriesExceeded}, {"False", "NotStalled"}},
 		kraanv1.ReconcilingCondition: {{}, {"True", kraanv1.ReasonProgressing}, {"True", kraanv1.ReasonArtifactFailed}},
@@ -33,11 +52,9 @@ func TestSummaryFor_EveryCombination(t *testing.T) {
 		kraanv1.TestSuccessCondition: {{}, {"True", kraanv1.ReasonTestSucceeded}, {"False", kraanv1.ReasonTestFailed}},
 		kraanv1.ReleasedCondition:    {{}, {"True", kraanv1.ReasonInstallSucceeded}, {"False", kraanv1.ReasonInstallFailed}},
 	}
-	order := []string{kraanv1.StalledCondition, kraanv1.ReconcilingCondition, kraanv1.RemediatedCondition,
-		kraanv1.TestSuccessCondition, kraanv1.ReleasedCondition}
 	combos := [][]state{{}}
-	for _, condType := range order {
-		var next [][]state
+	for _, condType := range ownedOrder {
+		next := make([][]state, 0, len(combos)*len(options[condType]))
 		for _, c := range combos {
 			for _, s := range options[condType] {
 				next = append(next, append(append([]state(nil), c...), s))
@@ -45,48 +62,40 @@ func TestSummaryFor_EveryCombination(t *testing.T) {
 		}
 		combos = next
 	}
-	for _, ignoreTests := range []bool{false, true} {
-		hr := &kraanv1.HelmRelease{}
-		hr.Generation = 3
-		if ignoreTests {
-			hr.Spec.Test = &kraanv1.Test{Enable: true, IgnoreFailures: true}
-		}
-		for _, combo := range combos {
-			var conds []metav1.Condition
-			is := map[string]state{}
-			for i, s := range combo {
-				is[order[i]] = s
-				if s.status != "" {
-					conds = append(conds, metav1.Condition{Type: order[i], Status: metav1.ConditionStatus(s.status), Reason: s.reason, Message: "m:" + s.reason})
-				}
-			}
-			name := fmt.Sprintf("ignoreTests=%v %v", ignoreTests, combo)
-			ready := summaryFor(hr).Ready(conds, hr.Generation)
+	return combos
+}
 
-			stalled := is[kraanv1.StalledCondition].status == "True"
-			progressing := is[kraanv1.ReconcilingCondition] == state{"True", kraanv1.ReasonProgressing}
-			retrying := is[kraanv1.ReconcilingCondition].status == "True" && !progressing
-			remediated := is[kraanv1.RemediatedCondition].status == "True"
-			testsFailed := is[kraanv1.TestSuccessCondition].status == "False" && !ignoreTests
-			released := is[kraanv1.ReleasedCondition].status == "True"
-			failing := stalled || retrying || remediated || testsFailed || !released
-
-			switch {
-			case !failing && !progressing:
-				if ready.Status != metav1.ConditionTrue || ready.Reason != kraanv1.ReasonSucceeded {
-					t.Errorf("%s: Ready %s/%s, want True/Succeeded", name, ready.Status, ready.Reason)
-				}
-			case progressing && !stalled:
-				if ready.Status != metav1.ConditionUnknown || ready.Reason != kraanv1.ReasonProgressing {
-					t.Errorf("%s: Ready %s/%s, want Unknown/Progressing", name, ready.Status, ready.Reason)
-				}
-			default:
-				want := firstFailingReason(stalled, retrying, remediated, testsFailed, is)
-				if ready.Status != metav1.ConditionFalse || ready.Reason != want {
-					t.Errorf("%s: Ready %s/%s, want False/%s", name, ready.Status, ready.Reason, want)
-				}
-			}
+// checkReleaseReady sets one combination and checks Ready against the rule.
+func checkReleaseReady(t *testing.T, hr *kraanv1.HelmRelease, ignoreTests bool, combo []state) {
+	t.Helper()
+	var conds []metav1.Condition
+	is := map[string]state{}
+	for i, s := range combo {
+		is[ownedOrder[i]] = s
+		if s.status != "" {
+			conds = append(conds, metav1.Condition{Type: ownedOrder[i], Status: metav1.ConditionStatus(s.status), Reason: s.reason, Message: "m:" + s.reason})
 		}
+	}
+	name := fmt.Sprintf("ignoreTests=%v %v", ignoreTests, combo)
+	ready := summaryFor(hr).Ready(conds, hr.Generation)
+
+	stalled := is[kraanv1.StalledCondition].status == "True"
+	progressing := is[kraanv1.ReconcilingCondition] == state{"True", kraanv1.ReasonProgressing}
+	retrying := is[kraanv1.ReconcilingCondition].status == "True" && !progressing
+	remediated := is[kraanv1.RemediatedCondition].status == "True"
+	testsFailed := is[kraanv1.TestSuccessCondition].status == "False" && !ignoreTests
+	released := is[kraanv1.ReleasedCondition].status == "True"
+	failing := stalled || retrying || remediated || testsFailed || !released
+
+	want := state{"False", firstFailingReason(stalled, retrying, remediated, testsFailed, is)}
+	switch {
+	case !failing && !progressing:
+		want = state{"True", kraanv1.ReasonSucceeded}
+	case progressing && !stalled:
+		want = state{"Unknown", kraanv1.ReasonProgressing}
+	}
+	if got := (state{string(ready.Status), ready.Reason}); got != want {
+		t.Errorf("%s: Ready %v, want %v", name, got, want)
 	}
 }
 

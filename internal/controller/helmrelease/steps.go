@@ -38,7 +38,7 @@ type releaseScope struct {
 // reconcileDependencies waits until every HelmRelease of spec.dependsOn is
 // Ready at its current generation. The watch on HelmReleases re-queues this
 // one as soon as a dependency turns Ready.
-func (r *HelmReleaseReconciler) reconcileDependencies(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDependencies(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	hr := sc.hr
 	for _, dep := range hr.Spec.DependsOn {
 		key := client.ObjectKey{Namespace: dep.Namespace, Name: dep.Name}
@@ -53,7 +53,7 @@ func (r *HelmReleaseReconciler) reconcileDependencies(ctx context.Context, sc *r
 }
 
 // dependencyNotReady says why the dependency key is not Ready, or nil.
-func (r *HelmReleaseReconciler) dependencyNotReady(ctx context.Context, key client.ObjectKey) error {
+func (r *Reconciler) dependencyNotReady(ctx context.Context, key client.ObjectKey) error {
 	dep := &kraanv1.HelmRelease{}
 	err := r.Get(ctx, key, dep)
 	switch {
@@ -71,7 +71,7 @@ func (r *HelmReleaseReconciler) dependencyNotReady(ctx context.Context, key clie
 // stalls the release until the spec or the source changes (staleCharts
 // watches a HelmRepository's index for it); a source that cannot be reached
 // is retried with back-off.
-func (r *HelmReleaseReconciler) reconcileChart(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+func (r *Reconciler) reconcileChart(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(sc.hr)
 	chrt, digest, err := r.Charts.GetChart(ctx, sc.hr)
 	if err == nil {
@@ -101,7 +101,7 @@ func helmRepositoryOf(hr *kraanv1.HelmRelease) (client.ObjectKey, bool) {
 // reconcileValues composes the values and checks them against the chart's
 // schema before any Helm action: values the chart rejects are the user's to
 // fix, not a failed install to retry and remediate.
-func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+func (r *Reconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	values, err := r.composeValues(ctx, sc.hr)
 	if err == nil {
 		err = helm.ValidateValues(sc.desired.Chart, values)
@@ -126,7 +126,7 @@ func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, sc *release
 
 // reconcileRelease lets the engine bring the release in line with the
 // desired chart and values, reporting progress before each Helm action.
-func (r *HelmReleaseReconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	hr := sc.hr
 	sc.run, sc.runErr = r.Engine.Run(ctx, helm.Request{
 		Target:   r.targetOf(hr),
@@ -165,7 +165,7 @@ func classifyRunError(err error) error {
 
 // reconcileDrift compares an in-sync release with the cluster, when
 // spec.driftDetection asks for it, and corrects it in mode enabled.
-func (r *HelmReleaseReconciler) reconcileDrift(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDrift(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	hr := sc.hr
 	dd := hr.Spec.DriftDetection
 	latest := sc.run.LatestRevision(sc.desired)
@@ -191,7 +191,7 @@ func (r *HelmReleaseReconciler) reconcileDrift(ctx context.Context, sc *releaseS
 // failuresFor returns the failure counters that apply to desired: they start
 // again from zero whenever the chart, the values or the spec changed, or a
 // reconcile was requested with the reconcile.fluxcd.io/requestedAt annotation.
-func (r *HelmReleaseReconciler) failuresFor(hr *kraanv1.HelmRelease, desired helm.Desired) helm.Failures {
+func (r *Reconciler) failuresFor(hr *kraanv1.HelmRelease, desired helm.Desired) helm.Failures {
 	s := &hr.Status
 	changed := s.LastAttemptedRevision != desired.ChartVersion() ||
 		s.LastAttemptedValuesChecksum != attemptDigest(desired) ||

@@ -32,7 +32,7 @@ func releaseNameOf(hr *kraanv1.HelmRelease) string {
 	return name[:40] + "-" + hex.EncodeToString(sum[:])[:12]
 }
 
-func (r *HelmReleaseReconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
+func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
 	t := helm.Target{
 		ReleaseName:      releaseNameOf(hr),
 		Namespace:        hr.Namespace,

@@ -10,7 +10,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
-func TestHelmReleaseReconciler_targetOf(t *testing.T) {
+func TestReconciler_targetOf(t *testing.T) {
 	release := func(spec kraanv1.HelmReleaseSpec) *kraanv1.HelmRelease {
 		return &kraanv1.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team"}, Spec: spec}
 	}
@@ -40,7 +40,7 @@ func TestHelmReleaseReconciler_targetOf(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			r := &HelmReleaseReconciler{DefaultServiceAccount: tc.defaultSA}
+			r := &Reconciler{DefaultServiceAccount: tc.defaultSA}
 			target := r.targetOf(release(tc.spec))
 			g.Expect(target.ReleaseName).To(HavePrefix(tc.wantRelease))
 			g.Expect(len(target.ReleaseName)).To(BeNumerically("<=", 53))

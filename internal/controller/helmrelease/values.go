@@ -13,7 +13,7 @@ import (
 )
 
 // composeValues reads every valuesFrom object and merges the values.
-func (r *HelmReleaseReconciler) composeValues(ctx context.Context, hr *kraanv1.HelmRelease) (map[string]any, error) {
+func (r *Reconciler) composeValues(ctx context.Context, hr *kraanv1.HelmRelease) (map[string]any, error) {
 	sources := make([]helm.ValuesSource, 0, len(hr.Spec.ValuesFrom))
 	for _, ref := range hr.Spec.ValuesFrom {
 		data, err := r.valuesData(ctx, hr.Namespace, ref)
@@ -26,7 +26,7 @@ func (r *HelmReleaseReconciler) composeValues(ctx context.Context, hr *kraanv1.H
 }
 
 // valuesData returns the data of a ConfigMap or Secret, nil when it does not exist.
-func (r *HelmReleaseReconciler) valuesData(ctx context.Context, namespace string, ref kraanv1.ValuesReference) (map[string][]byte, error) {
+func (r *Reconciler) valuesData(ctx context.Context, namespace string, ref kraanv1.ValuesReference) (map[string][]byte, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
 	var err error
 	data := map[string][]byte{}

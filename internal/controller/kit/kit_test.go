@@ -138,7 +138,7 @@ func TestControllerOptions_BackOffIsBounded(t *testing.T) {
 	opts := ControllerOptions{MaxConcurrentReconciles: 3, MinRetryDelay: time.Second, MaxRetryDelay: 4 * time.Second}.Controller()
 	g.Expect(opts.MaxConcurrentReconciles).To(Equal(3))
 	item := ctrl.Request{}
-	var delays []time.Duration
+	delays := make([]time.Duration, 0, 5)
 	for range 5 {
 		delays = append(delays, opts.RateLimiter.When(item))
 	}

@@ -47,6 +47,7 @@ type HTTPRepo struct {
 	username    string
 	password    string
 	hook        func(*http.Request)
+	unavailable bool
 	requests    map[string]int
 	notModified map[string]int
 }
@@ -235,6 +236,14 @@ func (r *HTTPRepo) ResetCounts() {
 	r.notModified = map[string]int{}
 }
 
+// SetUnavailable makes the repository answer every request with 503 Service
+// Unavailable, as a repository in an outage, until it is set back.
+func (r *HTTPRepo) SetUnavailable(unavailable bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unavailable = unavailable
+}
+
 // Close stops the server; clients then fail to connect, as to a repository
 // that went away. Requests held by an OnRequest hook must be released first.
 func (r *HTTPRepo) Close() {
@@ -248,6 +257,8 @@ func (r *HTTPRepo) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	data, etag, authorized := r.lookup(req)
 	switch {
+	case r.isUnavailable():
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 	case !authorized:
 		w.Header().Set("WWW-Authenticate", `Basic realm="chartrepo"`)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -270,6 +281,12 @@ func (r *HTTPRepo) count(p string) func(*http.Request) {
 	defer r.mu.Unlock()
 	r.requests[p]++
 	return r.hook
+}
+
+func (r *HTTPRepo) isUnavailable() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unavailable
 }
 
 func (r *HTTPRepo) countNotModified(p string) {

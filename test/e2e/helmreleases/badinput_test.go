@@ -32,7 +32,7 @@ func TestHelmRelease_BadInputKeepsTheDeployedRelease(t *testing.T) {
 			kraanv1.ReasonArtifactFailed, []string{"no version of small matches >=9.0.0", "0.2.0", "0.1.0"}},
 		{"values against the chart's schema", func(_ *testing.T, _ string, hr *kraanv1.HelmRelease) {
 			hr.Spec.Values = toJSON(map[string]any{"replicaCount": "many"})
-		}, kraanv1.ReasonRetriesExceeded, []string{"replicaCount"}},
+		}, kraanv1.ReasonValuesError, []string{"replicaCount", "schema"}},
 		{"invalid values YAML in a ConfigMap", func(t *testing.T, ns string, hr *kraanv1.HelmRelease) {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "broken", Namespace: ns},
 				Data: map[string]string{"values.yaml": "message: [unclosed"}}
