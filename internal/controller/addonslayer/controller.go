@@ -83,18 +83,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	sc := newLayerScope(obj, r.now())
+	sc := newLayerScope(r.Client, obj, r.now())
 	defer func() {
 		r.summarize(sc)
-		retErr = errors.Join(retErr, r.patchStatus(ctx, sc))
+		// Metrics first: whoever sees the new status sees the metrics of it.
 		r.Metrics.record(sc.layer, r.now().Sub(start))
+		retErr = errors.Join(retErr, r.patchStatus(ctx, sc))
 	}()
 
 	if !obj.DeletionTimestamp.IsZero() {
 		sc.halt = r.reconcileDelete(ctx, sc)
 		return sc.halt.result()
 	}
-	if err := r.ensureFinalizer(ctx, sc); err != nil {
+	if err := kit.EnsureFinalizer(ctx, r.Client, sc.layer, kraanv1.Finalizer, sc.patcher); err != nil {
 		sc.halt = failed(kraanv1.ReasonReconcileError, err)
 		return sc.halt.result()
 	}
@@ -110,22 +111,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	sc.halt = deployed(sc)
 	return sc.halt.result()
-}
-
-// ensureFinalizer adds the finalizer that lets deletion release and prune the
-// layer's objects. The status patch base is taken after it, so the deferred
-// patch does not undo it.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, sc *layerScope) error {
-	if controllerutil.ContainsFinalizer(sc.layer, kraanv1.Finalizer) {
-		return nil
-	}
-	base := sc.layer.DeepCopy()
-	controllerutil.AddFinalizer(sc.layer, kraanv1.Finalizer)
-	if err := r.Patch(ctx, sc.layer, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("adding finalizer: %w", err)
-	}
-	sc.resetPatchBase()
-	return nil
 }
 
 // reconcileDelete releases every object of the inventory, waits the grace

@@ -19,12 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 	"github.com/kraan-io/kraan-operator/internal/source"
 )
@@ -52,7 +52,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := r.addIndexes(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(manager.RunnableFunc(r.collectArtifacts)); err != nil {
+	if err := mgr.Add(kit.Every(artifactGCInterval, r.collectArtifacts)); err != nil {
 		return fmt.Errorf("adding the artifact GC: %w", err)
 	}
 	owned := handler.EnqueueRequestsFromMapFunc(requestsForOwnedObject)
@@ -182,20 +182,11 @@ func requestsForOwnedObject(_ context.Context, obj client.Object) []reconcile.Re
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
 }
 
-// collectArtifacts removes, every artifactGCInterval, the artifacts that no
-// layer's source serves any more.
-func (r *Reconciler) collectArtifacts(ctx context.Context) error {
-	ticker := time.NewTicker(artifactGCInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-			if err := r.collectArtifactsOnce(ctx); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Artifact garbage collection failed")
-			}
-		}
+// collectArtifacts removes the artifacts that no layer's source serves any
+// more; it runs every artifactGCInterval.
+func (r *Reconciler) collectArtifacts(ctx context.Context) {
+	if err := r.collectArtifactsOnce(ctx); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Artifact garbage collection failed")
 	}
 }
 

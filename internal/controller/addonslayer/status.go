@@ -51,10 +51,10 @@ const (
 
 // layerScope carries what one reconcile observed, step by step.
 type layerScope struct {
-	layer     *kraanv1.AddonsLayer
-	patchBase *kraanv1.AddonsLayer
-	oldState  string
-	now       time.Time
+	layer    *kraanv1.AddonsLayer
+	patcher  *kit.Patcher
+	oldState string
+	now      time.Time
 
 	// reconcileSource: the artifact's revision and the layer's directory in it.
 	revision string
@@ -76,13 +76,9 @@ type layerScope struct {
 	deleted bool
 }
 
-func newLayerScope(obj *kraanv1.AddonsLayer, now time.Time) *layerScope {
-	sc := &layerScope{layer: obj, oldState: obj.Status.State, now: now}
-	sc.resetPatchBase()
-	return sc
+func newLayerScope(c client.Client, obj *kraanv1.AddonsLayer, now time.Time) *layerScope {
+	return &layerScope{layer: obj, patcher: kit.NewPatcher(c, obj), oldState: obj.Status.State, now: now}
 }
-
-func (sc *layerScope) resetPatchBase() { sc.patchBase = sc.layer.DeepCopy() }
 
 // defined is every object the layer's source defines: its objects, then its tests.
 func (sc *layerScope) defined() []*unstructured.Unstructured {
@@ -250,8 +246,5 @@ func (r *Reconciler) patchStatus(ctx context.Context, sc *layerScope) error {
 	if sc.deleted {
 		return nil
 	}
-	if err := r.Status().Patch(ctx, sc.layer, client.MergeFrom(sc.patchBase)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("patching status: %w", err))
-	}
-	return nil
+	return sc.patcher.Patch(ctx, sc.layer)
 }

@@ -75,7 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
 		}
 	}
-	before := obj.DeepCopy()
+	patcher := kit.NewPatcher(r.Client, obj)
 	sc := &chartScope{}
 	r.reconcileRelease(ctx, sc, obj)
 	if sc.runErr == nil && sc.valuesErr == nil {
@@ -84,8 +84,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	setChartStatus(obj, sc)
-	if err := r.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
+	if err := patcher.Patch(ctx, obj); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.recordFailures(obj, sc)
 	return chartResult(sc, reconcilePeriodFor(obj, r.Watch.ResyncPeriod()))

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 )
 
 // Reconciler is the Go half of the Habitat API: the chart-backed
@@ -29,6 +30,7 @@ type Reconciler struct {
 // habitatScope carries what one pass observed: reconcileRingKey fills
 // ringKeySecret, reconcilePeers fills peers, observeStatefulSet readyReplicas.
 type habitatScope struct {
+	obj           *habitatv1.Habitat
 	group         string
 	ringKeySecret string
 	peers         []string
@@ -53,23 +55,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Habitat owning it is gone; nothing to do, and nothing to report.
 		return ctrl.Result{}, nil
 	}
-	sc := &habitatScope{group: PeerGroup(obj)}
-	before := obj.DeepCopy()
-	steps := []func(context.Context, *habitatScope, *habitatv1.Habitat) error{
-		r.reconcileRingKey, r.reconcilePeers, r.observeStatefulSet,
-	}
-	for _, step := range steps {
-		if err := step(ctx, sc, obj); err != nil {
-			return ctrl.Result{}, err
-		}
+	sc := &habitatScope{obj: obj, group: PeerGroup(obj)}
+	patcher := kit.NewPatcher(r.Client, obj)
+	if res, err := kit.RunSteps(ctx, sc,
+		step(r.reconcileRingKey),
+		step(r.reconcilePeers),
+		step(r.observeStatefulSet),
+	); err != nil || !res.IsZero() {
+		return res, err
 	}
 	obj.Status.Peers = sc.peers
 	obj.Status.RingKeySecretName = sc.ringKeySecret
 	obj.Status.ReadyReplicas = sc.readyReplicas
-	if err := r.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	return ctrl.Result{}, patcher.Patch(ctx, obj)
+}
+
+// step adapts a step that can only fail to the step runner: the Habitat's
+// steps never wait, they succeed or are retried with back-off.
+func step(fn func(context.Context, *habitatScope, *habitatv1.Habitat) error) kit.Step[*habitatScope] {
+	return func(ctx context.Context, sc *habitatScope) (ctrl.Result, error) {
+		return ctrl.Result{}, fn(ctx, sc, sc.obj)
 	}
-	return ctrl.Result{}, nil
 }
 
 // observeStatefulSet reads the ready replicas of the chart's StatefulSet; a

@@ -98,7 +98,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !hr.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, sc)
 	}
-	if err := r.ensureFinalizer(ctx, sc); err != nil {
+	// The finalizer uninstalls the release on deletion.
+	if err := kit.EnsureFinalizer(ctx, r.Client, hr, kraanv1.Finalizer, sc.patcher); err != nil {
 		return ctrl.Result{}, err
 	}
 	if hr.Spec.Suspend {
@@ -113,21 +114,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.reconcileRelease,
 		r.reconcileDrift,
 	)
-}
-
-// ensureFinalizer adds the finalizer that uninstalls the release on deletion.
-// The status patch base is taken after it, so the status patch does not undo it.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, sc *releaseScope) error {
-	if controllerutil.ContainsFinalizer(sc.hr, kraanv1.Finalizer) {
-		return nil
-	}
-	base := sc.hr.DeepCopy()
-	controllerutil.AddFinalizer(sc.hr, kraanv1.Finalizer)
-	if err := r.Patch(ctx, sc.hr, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("adding the finalizer: %w", err)
-	}
-	sc.patcher.Rebase(sc.hr)
-	return nil
 }
 
 // reconcileDelete uninstalls the release, then lets the object go. A

@@ -55,7 +55,7 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		}
 		r.Charts = charts
 		r.staleCharts = newStaleCharts(charts)
-		if err := mgr.Add(r.staleCharts); err != nil {
+		if err := mgr.Add(kit.Every(staleChartsTick, r.staleCharts.checkDue)); err != nil {
 			return fmt.Errorf("adding the watcher of stalled chart sources: %w", err)
 		}
 	}

@@ -105,21 +105,6 @@ func (s *staleCharts) forgetLocked(release types.NamespacedName) {
 	}
 }
 
-// Start checks the due repositories every tick until ctx ends; it runs as a
-// manager runnable, on the leader only.
-func (s *staleCharts) Start(ctx context.Context) error {
-	ticker := time.NewTicker(staleChartsTick)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-			s.checkDue(ctx)
-		}
-	}
-}
-
 // checkDue asks each due repository for its index and re-queues the
 // releases of those whose index changed.
 func (s *staleCharts) checkDue(ctx context.Context) {

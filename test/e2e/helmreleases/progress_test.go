@@ -45,7 +45,9 @@ func TestHelmRelease_ReportsProgressWhileHelmWaits(t *testing.T) {
 		g.Expect(ready.Status).To(Equal(metav1.ConditionUnknown))
 		g.Expect(ready.Reason).To(Equal(kraanv1.ReasonProgressing))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(helmRevisions(g, ns, "slow")).To(ConsistOf("1=pending-install"), "Helm is still waiting")
+	g.Eventually(func(g Gomega) []string { return helmRevisions(g, ns, "slow") }).
+		WithTimeout(timeout).WithPolling(interval).Should(ConsistOf("1=pending-install"), "Helm waits for the pods")
+	g.Expect(condition(get(g, ns, "slow"), kraanv1.ReconcilingCondition).Reason).To(Equal(kraanv1.ReasonProgressing), "still")
 
 	labelNodes(t, label, "go")
 	hr := readyAt(t, ns, "slow")
