@@ -3,6 +3,7 @@ package helm
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/strvals"
@@ -47,8 +48,8 @@ func ComposeValues(sources []ValuesSource, inline *apiextensionsv1.JSON) (map[st
 			return nil, &ValuesError{Ref: src.Ref, Err: fmt.Errorf("key not found")}
 		}
 		if src.Ref.TargetPath != "" {
-			if err := strvals.ParseInto(fmt.Sprintf("%s=%s", src.Ref.TargetPath, data), result); err != nil {
-				return nil, &ValuesError{Ref: src.Ref, Err: fmt.Errorf("setting targetPath %s: %w", src.Ref.TargetPath, err)}
+			if err := setAtPath(result, src.Ref.TargetPath, string(data)); err != nil {
+				return nil, &ValuesError{Ref: src.Ref, Err: err}
 			}
 			continue
 		}
@@ -66,6 +67,27 @@ func ComposeValues(sources []ValuesSource, inline *apiextensionsv1.JSON) (map[st
 		return nil, fmt.Errorf("spec.values: %w", err)
 	}
 	return chartutil.MergeTables(values, result), nil
+}
+
+// setValueEscaper escapes what Helm's `--set` parser would read as syntax in
+// a value: a comma ends it, a backslash escapes, a leading brace starts a list.
+var setValueEscaper = strings.NewReplacer(`\`, `\\`, `,`, `\,`, `{`, `\{`)
+
+// setAtPath sets value at path (Helm's `--set` key syntax: a.b, a[0], a\.b)
+// as one literal string, whatever it contains: commas, `=`, brackets, dots,
+// newlines. Flux does the same; reading the value as `--set` syntax would
+// split a password at its commas and let `,key=value` inside a Secret set
+// other keys. The path is checked on its own first, so that an error never
+// quotes the value, which may be a secret.
+func setAtPath(values map[string]any, path, value string) error {
+	if err := strvals.ParseIntoString(path+"=", map[string]any{}); err != nil {
+		return fmt.Errorf("invalid targetPath %q: %w", path, err)
+	}
+	if err := strvals.ParseIntoString(path+"="+setValueEscaper.Replace(value), values); err != nil {
+		// Not reached with a valid path; the value stays out of the message.
+		return fmt.Errorf("setting targetPath %q failed", path)
+	}
+	return nil
 }
 
 func valuesKey(ref kraanv1.ValuesReference) string {

@@ -2,6 +2,7 @@ package helm
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -50,6 +51,62 @@ func TestComposeValues_Errors(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
 			var ve *ValuesError
 			g.Expect(errors.As(err, &ve)).To(BeTrue())
+		})
+	}
+}
+
+// TestComposeValues_TargetPathSetsTheLiteralValue: whatever a Secret holds is
+// set byte for byte at targetPath, as one string, and never read as `--set`
+// syntax (a comma would split it; `,key=value` would inject a key).
+func TestComposeValues_TargetPathSetsTheLiteralValue(t *testing.T) {
+	long := strings.Repeat("x,=[]{}.\\", 10000)
+	cases := []struct {
+		name, path, value string
+		want              map[string]any
+	}{
+		{"plain", "auth.token", "s3cr3t", map[string]any{"auth": map[string]any{"token": "s3cr3t"}}},
+		{"comma", "auth.password", "a,b", map[string]any{"auth": map[string]any{"password": "a,b"}}},
+		{"injection", "auth.password", "p,auth.admin=true", map[string]any{"auth": map[string]any{"password": "p,auth.admin=true"}}},
+		{"equals", "k", "a=b==", map[string]any{"k": "a=b=="}},
+		{"brackets and dots", "k", "x[0].y]", map[string]any{"k": "x[0].y]"}},
+		{"leading brace", "k", "{a,b}", map[string]any{"k": "{a,b}"}},
+		{"backslashes", "k", `a\,b\\c\`, map[string]any{"k": `a\,b\\c\`}},
+		{"quotes", "k", `"quoted"`, map[string]any{"k": `"quoted"`}},
+		{"number stays a string", "k", "0123", map[string]any{"k": "0123"}},
+		{"boolean stays a string", "k", "true", map[string]any{"k": "true"}},
+		{"null stays a string", "k", "null", map[string]any{"k": "null"}},
+		{"newlines", "tls.crt", "-----BEGIN-----\nabc\n-----END-----\n", map[string]any{"tls": map[string]any{"crt": "-----BEGIN-----\nabc\n-----END-----\n"}}},
+		{"unicode", "k", "pässwörd 🔑 ,", map[string]any{"k": "pässwörd 🔑 ,"}},
+		{"empty", "k", "", map[string]any{"k": ""}},
+		{"list index", "list[1]", "v,w", map[string]any{"list": []any{nil, "v,w"}}},
+		{"escaped dot in the path", `annotations.example\.com/key`, "v", map[string]any{"annotations": map[string]any{"example.com/key": "v"}}},
+		{"very long", "k", long, map[string]any{"k": long}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			src := ValuesSource{Ref: kraanv1.ValuesReference{Kind: "Secret", Name: "s", ValuesKey: "v", TargetPath: tc.path},
+				Data: map[string][]byte{"v": []byte(tc.value)}}
+			values, err := ComposeValues([]ValuesSource{src}, nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(values).To(Equal(tc.want))
+		})
+	}
+}
+
+// TestComposeValues_MalformedTargetPath names the entry and the path, never
+// the value.
+func TestComposeValues_MalformedTargetPath(t *testing.T) {
+	for _, path := range []string{"a[", "a[x]", "a,b", "a]b["} {
+		t.Run(path, func(t *testing.T) {
+			g := NewWithT(t)
+			src := ValuesSource{Ref: kraanv1.ValuesReference{Kind: "Secret", Name: "creds", ValuesKey: "v", TargetPath: path},
+				Data: map[string][]byte{"v": []byte("CANARY-4f1d,x=y")}}
+			_, err := ComposeValues([]ValuesSource{src}, nil)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.Error()).To(ContainSubstring("Secret creds key v"))
+			g.Expect(err.Error()).To(ContainSubstring("targetPath"))
+			g.Expect(err.Error()).NotTo(ContainSubstring("CANARY"))
 		})
 	}
 }

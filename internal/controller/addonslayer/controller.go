@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -53,7 +52,7 @@ type Reconciler struct {
 	Applier   *apply.Applier
 	Store     *source.Store
 	Discovery discovery.ServerVersionInterface
-	Recorder  events.EventRecorder
+	Events    kit.Events
 	Metrics   *layerMetrics
 	Options   Options
 	now       func() time.Time

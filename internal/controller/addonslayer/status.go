@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -231,14 +230,14 @@ func reconcilingMessage(h *halt, reconciling bool) string {
 // recordStateChange emits an event when the state changed, Warning for Failed.
 func (r *Reconciler) recordStateChange(sc *layerScope) {
 	h := sc.halt
-	if r.Recorder == nil || h.state == sc.oldState || sc.deleted {
+	if h.state == sc.oldState || sc.deleted {
 		return
 	}
-	eventType := corev1.EventTypeNormal
 	if h.state == kraanv1.FailedState {
-		eventType = corev1.EventTypeWarning
+		r.Events.Warning(sc.layer, h.reason, h.message)
+		return
 	}
-	r.Recorder.Eventf(sc.layer, nil, eventType, h.reason, h.state, "%s", h.message)
+	r.Events.Normal(sc.layer, h.reason, h.message)
 }
 
 // patchStatus writes the status once, as a merge patch against what was read.

@@ -201,7 +201,5 @@ func setResourceStatus(res *kraanv1.Resource, h apply.Health, now time.Time) {
 
 // event records a Normal event about the layer.
 func (r *Reconciler) event(sc *layerScope, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(sc.layer, nil, "Normal", reason, reason, format, args...)
-	}
+	r.Events.Normal(sc.layer, reason, fmt.Sprintf(format, args...))
 }

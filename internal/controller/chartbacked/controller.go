@@ -68,14 +68,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, obj)
 	}
-	if controllerutil.AddFinalizer(obj, ChartFinalizer) {
-		// The finalizer must be stored before the first release exists,
-		// or a quick delete would leave the release behind.
-		if err := r.Update(ctx, obj); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
-	}
 	patcher := kit.NewPatcher(r.Client, obj)
+	// The finalizer must be stored before the first release exists, or a
+	// quick delete would leave the release behind.
+	if err := kit.EnsureFinalizer(ctx, r.Client, obj, ChartFinalizer, patcher); err != nil {
+		return ctrl.Result{}, err
+	}
 	sc := &chartScope{}
 	r.reconcileRelease(ctx, sc, obj)
 	if sc.runErr == nil && sc.valuesErr == nil {

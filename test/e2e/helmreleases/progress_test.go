@@ -3,6 +3,7 @@ package helmreleases_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -108,8 +109,10 @@ func TestHelmRelease_MissingChartVersionStallsThenRecovers(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	g.Expect(helmRevisions(g, ns, "app")).To(BeEmpty())
 
+	published := time.Now()
 	repo.Add(chartrepo.ChartDir("small"), "0.2.0")
 	hr := readyAt(t, ns, "app")
+	t.Logf("Ready %s after the version was published (repository interval 1s)", time.Since(published).Round(10*time.Millisecond))
 	g.Expect(hr.Status.History[0].ChartVersion).To(Equal("0.2.0"))
 	g.Expect(condition(hr, kraanv1.StalledCondition)).To(BeNil())
 }
@@ -123,6 +126,15 @@ func TestHelmRelease_RepositoryOutageBacksOffAndRecovers(t *testing.T) {
 	repo := chartrepo.NewHTTPRepo(t)
 	repo.Add(chartrepo.ChartDir("small"), "0.1.0")
 	repo.SetUnavailable(true)
+	var mu sync.Mutex
+	var attempts []time.Time
+	repo.OnRequest(func(req *http.Request) {
+		if req.URL.Path == chartrepo.IndexPath {
+			mu.Lock()
+			defer mu.Unlock()
+			attempts = append(attempts, time.Now())
+		}
+	})
 	g.Expect(k8s.Create(context.Background(), newHelmRepository(ns, "charts", repo.URL))).To(Succeed())
 	newRelease(t, ns, "app", "small", withVersion("0.1.0"))
 
@@ -135,9 +147,18 @@ func TestHelmRelease_RepositoryOutageBacksOffAndRecovers(t *testing.T) {
 		g.Expect(condition(hr, kraanv1.StalledCondition)).To(BeNil())
 		g.Expect(condition(hr, kraanv1.ReadyCondition).Status).To(Equal(metav1.ConditionFalse))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	first := repo.Requests(chartrepo.IndexPath)
-	g.Eventually(func() int { return repo.Requests(chartrepo.IndexPath) }).
-		WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">", first), "the release is retried")
+	// Retried with exponential back-off (750ms, 1.5s, 3s… by default): the
+	// wait between attempts grows.
+	g.Eventually(func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(attempts)
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeNumerically(">=", 4), "the release is retried")
+	mu.Lock()
+	gaps := []time.Duration{attempts[1].Sub(attempts[0]), attempts[2].Sub(attempts[1]), attempts[3].Sub(attempts[2])}
+	mu.Unlock()
+	t.Logf("waits between attempts during the outage: %v", gaps)
+	g.Expect(gaps[2]).To(BeNumerically(">", gaps[0]+gaps[0]/2), "back-off grows: %v", gaps)
 
 	repo.SetUnavailable(false)
 	hr := readyAt(t, ns, "app")
