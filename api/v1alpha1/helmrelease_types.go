@@ -215,8 +215,8 @@ type ValuesReference struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[\-._a-zA-Z0-9]+$`
 	ValuesKey string `json:"valuesKey,omitempty"`
-	// TargetPath puts the key's whole content at this path (`--set` syntax)
-	// instead of merging it as YAML.
+	// TargetPath puts the key's whole content, as one literal string, at this
+	// path (`--set` key syntax: a.b, a[0], a\.b) instead of merging it as YAML.
 	// +optional
 	// +kubebuilder:validation:MaxLength=250
 	TargetPath string `json:"targetPath,omitempty"`
