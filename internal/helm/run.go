@@ -33,6 +33,9 @@ type Request struct {
 	// action and what storage held: the controller reports progress on the
 	// object while Helm works, which may take until the action's timeout.
 	BeforeAction func(ctx context.Context, action Action, latest *Revision)
+	// Redact, when set, masks secret values in Helm's log lines and in the
+	// errors of the actions, before they are logged or returned.
+	Redact func(string) string
 }
 
 // Step is one Helm action the engine took.
@@ -64,7 +67,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 	res := Result{Failures: req.Failures}
 	policy := PolicyOf(req.Spec)
 	for range maxSteps {
-		logs := &logTail{}
+		logs := &logTail{redact: req.Redact}
 		cfg, err := e.configFor(req.Target, logs.bind(logr.FromContextOrDiscard(ctx)))
 		if err != nil {
 			return res, err
@@ -83,6 +86,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		step := e.act(ctx, cfg, req, obs, res.Next)
 		step.LogTail = logs.lines()
+		if step.Err != nil && req.Redact != nil {
+			step.Err = &redactedError{msg: req.Redact(step.Err.Error()), err: step.Err}
+		}
 		res.Steps = append(res.Steps, step)
 		if step.Err == nil {
 			continue
@@ -196,6 +202,8 @@ func sameRevision(a, b *release.Release) bool {
 type logTail struct {
 	mu  sync.Mutex
 	buf []string
+	// redact masks secret values in each line, when set.
+	redact func(string) string
 }
 
 const logTailLines = 10
@@ -203,6 +211,9 @@ const logTailLines = 10
 func (l *logTail) bind(log logr.Logger) action.DebugLog {
 	return func(format string, v ...any) {
 		line := fmt.Sprintf(format, v...)
+		if l.redact != nil {
+			line = l.redact(line)
+		}
 		log.V(1).Info(line)
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -218,3 +229,13 @@ func (l *logTail) lines() []string {
 	defer l.mu.Unlock()
 	return append([]string(nil), l.buf...)
 }
+
+// redactedError is an action's error with secret values masked in its text;
+// the chain stays for errors.Is and errors.As.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

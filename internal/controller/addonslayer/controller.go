@@ -84,6 +84,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	sc := newLayerScope(r.Client, obj, r.now())
 	defer func() {
+		// Errors quote object content, Secret data included: mask it before
+		// anything is written, recorded or logged.
+		sc.redactHalt()
+		retErr = sc.redactor.Error(retErr)
 		r.summarize(sc)
 		// Metrics first: whoever sees the new status sees the metrics of it.
 		r.Metrics.record(sc.layer, r.now().Sub(start))

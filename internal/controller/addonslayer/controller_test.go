@@ -55,6 +55,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("layer tests run after the rest is ready, gate Deployed and run again for a new version", e.testLayerTestsGateDeployed)
 	t.Run("a failed layer test fails the layer with its output, a new revision runs it again", e.testLayerTestFailure)
 	t.Run("deletion prunes and removes the metrics", e.testDelete)
+	t.Run("a rejected Secret's values reach no condition, event, log line or metric", e.testSecretsNeverLeak)
 }
 
 func (e *layerEnv) testDeploys(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/redact"
 )
 
 // AddonsLayer condition reasons, equal to the event reasons.
@@ -73,6 +74,17 @@ type layerScope struct {
 
 	halt    *halt
 	deleted bool
+	// redactor masks the values of the layer's Secrets (reconcileRender).
+	redactor redact.Redactor
+}
+
+// redactHalt masks the layer's Secret values in what the halt reports.
+func (sc *layerScope) redactHalt() {
+	if sc.halt == nil {
+		return
+	}
+	sc.halt.message = sc.redactor.String(sc.halt.message)
+	sc.halt.err = sc.redactor.Error(sc.halt.err)
 }
 
 func newLayerScope(c client.Client, obj *kraanv1.AddonsLayer, now time.Time) *layerScope {

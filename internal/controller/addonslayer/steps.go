@@ -30,6 +30,7 @@ func (r *Reconciler) reconcileRender(_ context.Context, sc *layerScope) *halt {
 	if err != nil {
 		return stalledFailure(reasonRenderFailed, fmt.Sprintf("revision %s: %v", sc.revision, err))
 	}
+	sc.redactor.AddObjects(res.Objects)
 	manifest.SortForApply(res.Objects)
 	sc.objects, sc.tests = manifest.SplitLayerTests(res.Objects)
 	sc.warnings = append(sc.warnings, res.Warnings...)

@@ -68,7 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, obj)
 	}
-	patcher := kit.NewPatcher(r.Client, obj)
+	patcher := kit.NewLockingPatcher(r.Client, obj)
 	// The finalizer must be stored before the first release exists, or a
 	// quick delete would leave the release behind.
 	if err := kit.EnsureFinalizer(ctx, r.Client, obj, ChartFinalizer, patcher); err != nil {

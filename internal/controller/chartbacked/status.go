@@ -21,6 +21,10 @@ const (
 	ChartReleaseFailed  = "ReleaseFailed"
 	ChartIrreconcilable = "Irreconcilable"
 	ChartReady          = "Ready"
+	// SecretsReady is written by the Go half of a hybrid kind (Habitat) when
+	// the Secrets an object names exist and hold their keys; it counts
+	// towards Ready, so a release rendered without its Secrets is not Ready.
+	SecretsReady = "SecretsReady"
 )
 
 // Reasons of the chart conditions; event reasons are the same words.
@@ -101,12 +105,19 @@ func setIrreconcilableCondition(conds *[]metav1.Condition, sc *chartScope, gen i
 var chartSummary = kit.Summary{
 	Owned: []kit.Owned{
 		{Type: ChartIrreconcilable, Failing: metav1.ConditionTrue},
+		{Type: SecretsReady, Failing: metav1.ConditionFalse},
 		{Type: ChartReleaseFailed, Failing: metav1.ConditionTrue},
 		{Type: ChartDeployed, Failing: metav1.ConditionFalse},
 	},
 	Success:        ChartDeployed,
 	SuccessReason:  ReasonReleaseSucceeded,
 	NotReadyReason: ReasonNotDeployed,
+}
+
+// SetReady summarizes conds into Ready, for the Go half of a hybrid kind
+// that changed a condition the summary counts.
+func SetReady(conds *[]metav1.Condition, generation int64) {
+	chartSummary.SetReady(conds, generation)
 }
 
 // lastFailedStep is the failed step of the run, if any action failed.

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,10 @@ type Reconciler struct {
 	// Pods reads the supervisors' pods from a cache that holds only pods
 	// labelled by the Habitat chart.
 	Pods client.Reader
+	// APIReader reads Secrets uncached: only their metadata is watched, so
+	// the operator does not hold every Secret of the cluster in memory.
+	APIReader client.Reader
+	Events    kit.Events
 }
 
 // habitatScope carries what one pass observed: reconcileRingKey fills
@@ -35,6 +40,8 @@ type habitatScope struct {
 	ringKeySecret string
 	peers         []string
 	readyReplicas int32
+	// reconcileSecrets: whether the Secrets the spec names hold their keys.
+	secrets metav1.Condition
 }
 
 // +kubebuilder:rbac:groups=habitat.kraan.io,resources=habitats,verbs=get;list;watch;create;update;patch;delete
@@ -56,8 +63,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	sc := &habitatScope{obj: obj, group: PeerGroup(obj)}
-	patcher := kit.NewPatcher(r.Client, obj)
+	patcher := kit.NewLockingPatcher(r.Client, obj)
 	if res, err := kit.RunSteps(ctx, sc,
+		step(r.reconcileSecrets),
 		step(r.reconcileRingKey),
 		step(r.reconcilePeers),
 		step(r.observeStatefulSet),
@@ -67,6 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	obj.Status.Peers = sc.peers
 	obj.Status.RingKeySecretName = sc.ringKeySecret
 	obj.Status.ReadyReplicas = sc.readyReplicas
+	r.setSecretsCondition(obj, sc.secrets)
 	return ctrl.Result{}, patcher.Patch(ctx, obj)
 }
 

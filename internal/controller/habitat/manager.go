@@ -31,7 +31,12 @@ type Options struct {
 
 // Setup registers the Habitat Go controller with mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	return (&Reconciler{Client: mgr.GetClient()}).setupWithManager(mgr, opts)
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Events:    kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
+	}
+	return r.setupWithManager(mgr, opts)
 }
 
 // setupWithManager registers the reconciler with mgr. Pods come from a cache
@@ -54,6 +59,9 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
 			handler.TypedEnqueueRequestsFromMapFunc(r.requestsForPodChange))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPeerListChange),
 			builder.WithPredicates(peerListPredicate())).
+		// A named Secret appearing, or gaining its key, makes the Habitat Ready.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSecretChange),
+			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		WithOptions(opts.Controller()).
 		Complete(r)
 }

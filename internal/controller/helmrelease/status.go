@@ -80,8 +80,14 @@ func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Resu
 	if sc.deleted {
 		return res, err
 	}
+	// Errors and Helm's messages may quote values from Secrets: mask them
+	// before anything is written, recorded or logged.
+	err = sc.redactor.Error(err)
 	if !sc.suspended {
 		setOutcomeConditions(sc, res, err)
+	}
+	for i := range hr.Status.Conditions {
+		hr.Status.Conditions[i].Message = sc.redactor.String(hr.Status.Conditions[i].Message)
 	}
 	summarize(hr)
 	r.Metrics.setReady(hr.Namespace, hr.Name, isReady(hr))

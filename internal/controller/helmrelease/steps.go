@@ -16,6 +16,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/redact"
 )
 
 // releaseScope carries what one reconcile observed, step by step.
@@ -33,6 +34,10 @@ type releaseScope struct {
 	// suspended and deleted end the reconcile without a summary of their own.
 	suspended bool
 	deleted   bool
+
+	// redactor masks the values that came from valuesFrom Secrets
+	// (reconcileValues) in every message, event and log line.
+	redactor redact.Redactor
 }
 
 // reconcileDependencies waits until every HelmRelease of spec.dependsOn is
@@ -102,7 +107,7 @@ func helmRepositoryOf(hr *kraanv1.HelmRelease) (client.ObjectKey, bool) {
 // schema before any Helm action: values the chart rejects are the user's to
 // fix, not a failed install to retry and remediate.
 func (r *Reconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
-	values, err := r.composeValues(ctx, sc.hr)
+	values, err := r.composeValues(ctx, sc.hr, &sc.redactor)
 	if err == nil {
 		err = helm.ValidateValues(sc.desired.Chart, values)
 	}
@@ -117,6 +122,7 @@ func (r *Reconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctr
 		err = kit.Transient(kraanv1.ReasonValuesError, err)
 	}
 	if err != nil {
+		err = sc.redactor.Error(err)
 		r.Events.Warning(sc.hr, kraanv1.ReasonValuesError, err.Error())
 		return ctrl.Result{}, err
 	}
@@ -136,6 +142,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ct
 		BeforeAction: func(ctx context.Context, action helm.Action, _ *helm.Revision) {
 			r.reportProgress(ctx, sc, action)
 		},
+		Redact: sc.redactor.String,
 	})
 	sc.ran = true
 	r.recordRun(sc)

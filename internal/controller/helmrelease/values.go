@@ -10,15 +10,20 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/redact"
 )
 
-// composeValues reads every valuesFrom object and merges the values.
-func (r *Reconciler) composeValues(ctx context.Context, hr *kraanv1.HelmRelease) (map[string]any, error) {
+// composeValues reads every valuesFrom object and merges the values. The
+// values of Secrets are recorded in secrets, so that no message quotes them.
+func (r *Reconciler) composeValues(ctx context.Context, hr *kraanv1.HelmRelease, secrets *redact.Redactor) (map[string]any, error) {
 	sources := make([]helm.ValuesSource, 0, len(hr.Spec.ValuesFrom))
 	for _, ref := range hr.Spec.ValuesFrom {
 		data, err := r.valuesData(ctx, hr.Namespace, ref)
 		if err != nil {
 			return nil, err
+		}
+		if ref.Kind == "Secret" {
+			secrets.AddSecretData(data)
 		}
 		sources = append(sources, helm.ValuesSource{Ref: ref, Data: data})
 	}

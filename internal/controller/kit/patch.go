@@ -15,11 +15,25 @@ import (
 type Patcher struct {
 	client client.Client
 	base   client.Object
+	// lock makes a patch fail with a conflict when the object changed since
+	// it was read, for status written by two controllers.
+	lock bool
 }
 
 // NewPatcher returns a patcher whose base is obj as it is now.
 func NewPatcher(c client.Client, obj client.Object) *Patcher {
 	return &Patcher{client: c, base: obj.DeepCopyObject().(client.Object)}
+}
+
+// NewLockingPatcher is NewPatcher for status that two controllers write (a
+// chart-backed kind and its Go half): a merge patch replaces the whole
+// conditions list, so a patch made from a stale read would drop the other
+// controller's condition; with the lock it fails with a conflict instead,
+// and the reconcile is retried on a fresh read.
+func NewLockingPatcher(c client.Client, obj client.Object) *Patcher {
+	p := NewPatcher(c, obj)
+	p.lock = true
+	return p
 }
 
 // Rebase makes obj as it is now the base of the next patch: after a write of
@@ -29,7 +43,11 @@ func (p *Patcher) Rebase(obj client.Object) { p.base = obj.DeepCopyObject().(cli
 // Patch writes obj's status. An object deleted meanwhile, or a reconcile
 // cancelled by shutdown, is not an error: there is nothing left to report to.
 func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
-	err := p.client.Status().Patch(ctx, obj, client.MergeFrom(p.base))
+	patch := client.MergeFrom(p.base)
+	if p.lock {
+		patch = client.MergeFromWithOptions(p.base, client.MergeFromWithOptimisticLock{})
+	}
+	err := p.client.Status().Patch(ctx, obj, patch)
 	switch {
 	case apierrors.IsNotFound(err), err != nil && errors.Is(err, context.Canceled):
 		return nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,6 +39,9 @@ type Operator struct {
 	// run as well as the Go controllers.
 	Watches bool
 }
+
+// OperatorLog holds what the in-process operator logged at debug level.
+var OperatorLog = &testenv.LockedBuffer{}
 
 // logLevel is the least level of the manager's log, written to standard
 // error: KRAAN_E2E_LOG=debug or error; quiet by default.
@@ -135,7 +139,12 @@ func (s *Suite) start(o Options) error {
 // startOperator runs the operator's manager, as cmd/main.go wires it, until
 // the cleanups run; its chart artifacts go to a temporary directory.
 func (s *Suite) startOperator(o Operator) error {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(logLevel())))
+	// Standard error gets KRAAN_E2E_LOG's level; OperatorLog gets everything
+	// --log-level=debug would print, for the tests that search it.
+	debugCore := zapcore.NewCore(zapcore.NewJSONEncoder(uberzap.NewDevelopmentEncoderConfig()),
+		zapcore.AddSync(OperatorLog), zapcore.DebugLevel)
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(logLevel()),
+		zap.RawZapOpts(uberzap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, debugCore) }))))
 	opts := operator.Options{ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4}}
 	if o.Watches {
 		file, err := testenv.WatchesFile()

@@ -1,0 +1,116 @@
+package habitat
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/chartbacked"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+)
+
+// Reasons of the SecretsReady condition, and of its events.
+const (
+	ReasonSecretsFound     = "SecretsFound"
+	ReasonSecretNotFound   = "SecretNotFound"
+	ReasonSecretKeyMissing = "SecretKeyMissing"
+)
+
+// Keys the chart mounts from the Secrets a Habitat names; keep in sync with
+// helm-charts/habitat/templates/statefulset.yaml.
+const (
+	ringKeyKey  = "ring-key"
+	userTOMLKey = "user.toml"
+)
+
+// secretRef is a Secret a Habitat names and the key the chart mounts from it.
+type secretRef struct {
+	field, name, key string
+}
+
+// referencedSecrets are the Secrets the spec names; the generated ring key is
+// the operator's own and not among them.
+func referencedSecrets(h *habitatv1.Habitat) []secretRef {
+	var refs []secretRef
+	if n := h.Spec.Service.RingSecretName; n != "" {
+		refs = append(refs, secretRef{"spec.service.ringSecretName", n, ringKeyKey})
+	}
+	if n := h.Spec.Service.ConfigSecretName; n != "" {
+		refs = append(refs, secretRef{"spec.service.configSecretName", n, userTOMLKey})
+	}
+	return refs
+}
+
+// reconcileSecrets checks that every Secret the spec names exists and holds
+// the key the chart mounts. Otherwise the supervisors would start without
+// their ring key or configuration (the kubelet only retries the mount), so
+// the Habitat is not Ready and says which Secret and key is missing; the
+// watch on Secrets brings it back as soon as the Secret appears. Only names
+// and keys are read and reported, never values.
+func (r *Reconciler) reconcileSecrets(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
+	sc.secrets = metav1.Condition{Type: chartbacked.SecretsReady, Status: metav1.ConditionTrue,
+		Reason: ReasonSecretsFound, Message: "The Secrets the spec names hold their keys"}
+	var problems []string
+	reason := ""
+	for _, ref := range referencedSecrets(obj) {
+		secret := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.name}, secret)
+		switch {
+		case apierrors.IsNotFound(err):
+			problems = append(problems, fmt.Sprintf("Secret %s (%s) does not exist; it must hold key %q", ref.name, ref.field, ref.key))
+			reason = ReasonSecretNotFound
+		case err != nil:
+			return fmt.Errorf("reading Secret %s: %w", ref.name, err)
+		case len(secret.Data[ref.key]) == 0:
+			problems = append(problems, fmt.Sprintf("Secret %s (%s) has no key %q", ref.name, ref.field, ref.key))
+			if reason == "" {
+				reason = ReasonSecretKeyMissing
+			}
+		}
+	}
+	if len(problems) > 0 {
+		sc.secrets.Status, sc.secrets.Reason, sc.secrets.Message = metav1.ConditionFalse, reason, strings.Join(problems, "; ")
+	}
+	return nil
+}
+
+// requestsForSecretChange enqueues the Habitats of the Secret's namespace that
+// name it.
+func (r *Reconciler) requestsForSecretChange(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &habitatv1.HabitatList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Habitats for a Secret change")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		for _, ref := range referencedSecrets(&list.Items[i]) {
+			if ref.name == obj.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				break
+			}
+		}
+	}
+	return reqs
+}
+
+// setSecretsCondition writes SecretsReady and the Ready it implies, and
+// records a Warning event when the Secrets went missing.
+func (r *Reconciler) setSecretsCondition(obj *habitatv1.Habitat, c metav1.Condition) {
+	c.ObservedGeneration = obj.Generation
+	previous := kit.FindCondition(obj.Status.Conditions, chartbacked.SecretsReady)
+	kit.SetCondition(&obj.Status.Conditions, obj.Generation, c.Type, c.Status, c.Reason, c.Message)
+	chartbacked.SetReady(&obj.Status.Conditions, obj.Generation)
+	if c.Status == metav1.ConditionFalse && (previous == nil || previous.Message != c.Message) {
+		r.Events.Warning(obj, c.Reason, c.Message)
+	}
+}

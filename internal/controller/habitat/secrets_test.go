@@ -1,0 +1,66 @@
+package habitat
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/chartbacked"
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+)
+
+// TestReconciler_SecretsGateReady: a Habitat naming a ring key Secret that
+// does not exist, and a user.toml Secret without its key, is not Ready and
+// says which Secret and key; it turns Ready as soon as they are fixed, by
+// the watch on Secrets alone.
+func TestReconciler_SecretsGateReady(t *testing.T) {
+	g := NewWithT(t)
+	c := startHabitatEnv(t)
+	ctx := context.Background()
+	testenv.CreateNamespace(t, c, "keys")
+	config := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "redis-config"},
+		Data: map[string][]byte{"wrong.toml": []byte("port = 6379")}}
+	g.Expect(c.Create(ctx, config)).To(Succeed())
+	h := newHabitat("keys", "redis", "", 1)
+	h.Spec.Service.RingSecretName = "prod-20260101000000"
+	h.Spec.Service.ConfigSecretName = "redis-config"
+	g.Expect(c.Create(ctx, h)).To(Succeed())
+
+	ready := func(g Gomega) *metav1.Condition {
+		got := &habitatv1.Habitat{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(h), got)).To(Succeed())
+		r := apimeta.FindStatusCondition(got.Status.Conditions, chartbacked.ChartReady)
+		g.Expect(r).NotTo(BeNil())
+		return r
+	}
+	g.Eventually(func(g Gomega) {
+		r := ready(g)
+		g.Expect(r.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(r.Reason).To(Equal(ReasonSecretNotFound))
+		g.Expect(r.Message).To(ContainSubstring(`Secret prod-20260101000000 (spec.service.ringSecretName) does not exist; it must hold key "ring-key"`))
+		g.Expect(r.Message).To(ContainSubstring(`Secret redis-config (spec.service.configSecretName) has no key "user.toml"`))
+	}, habitatTimeout).Should(Succeed())
+	// The chart-backed reconciler does not undo it: its summary counts SecretsReady.
+	g.Consistently(func(g Gomega) { g.Expect(ready(g).Status).To(Equal(metav1.ConditionFalse)) }, "2s").Should(Succeed())
+	events := &corev1.EventList{}
+	g.Expect(c.List(ctx, events, client.InNamespace("keys"))).To(Succeed())
+	g.Expect(events.Items).To(ContainElement(HaveField("Reason", ReasonSecretNotFound)))
+
+	g.Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "prod-20260101000000"},
+		Data: map[string][]byte{"ring-key": []byte("SYM-SEC-1\nprod-20260101000000\n\nkey")}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		r := ready(g)
+		g.Expect(r.Reason).To(Equal(ReasonSecretKeyMissing))
+		g.Expect(r.Message).NotTo(ContainSubstring("prod-20260101000000"))
+	}, habitatTimeout).Should(Succeed())
+
+	config.Data = map[string][]byte{"user.toml": []byte("port = 6379")}
+	g.Expect(c.Update(ctx, config)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(ready(g).Status).To(Equal(metav1.ConditionTrue)) }, habitatTimeout).Should(Succeed())
+}

@@ -1,0 +1,102 @@
+package helmreleases_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/common/expfmt"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/redact"
+	"github.com/kraan-io/kraan-operator/test/e2e/suite"
+)
+
+// TestHelmRelease_SecretValuesNeverLeak feeds a chart, through valuesFrom
+// Secrets, a canary value the API server rejects and quotes back (an invalid
+// nodeSelector label value), drives the release to failure, then searches
+// every condition, event, the operator's debug log and its metrics for the
+// canaries.
+func TestHelmRelease_SecretValuesNeverLeak(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	rejected := fmt.Sprintf("canary-%016x not a label!", rand.Uint64())
+	token := fmt.Sprintf("canary-token-%016x", rand.Uint64())
+	g.Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "values", Namespace: ns},
+		StringData: map[string]string{
+			"values.yaml": fmt.Sprintf("nodeSelector:\n  disk: %q\n", rejected),
+			"token":       token,
+		},
+	})).To(Succeed())
+	newRelease(t, ns, "leaky", "small", withVersion("0.1.0"), func(hr *kraanv1.HelmRelease) {
+		hr.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Second}
+		hr.Spec.ValuesFrom = []kraanv1.ValuesReference{
+			{Kind: "Secret", Name: "values"},
+			{Kind: "Secret", Name: "values", ValuesKey: "token", TargetPath: "message"},
+		}
+	})
+
+	var failure string
+	g.Eventually(func(g Gomega) {
+		hr := get(g, ns, "leaky")
+		released := condition(hr, kraanv1.ReleasedCondition)
+		g.Expect(released).NotTo(BeNil())
+		g.Expect(released.Reason).To(Equal(kraanv1.ReasonInstallFailed))
+		g.Expect(condition(hr, kraanv1.StalledCondition)).NotTo(BeNil())
+		failure = released.Message
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	// The API server quoted the value; the operator masked it.
+	g.Expect(failure).To(And(ContainSubstring("nodeSelector"), ContainSubstring(redact.Mask)), failure)
+
+	canaries := []string{rejected, "canary-", token}
+	hr := get(g, ns, "leaky")
+	for _, c := range hr.Status.Conditions {
+		expectNoCanary(t, "condition "+c.Type, c.Message, canaries)
+	}
+	events := &corev1.EventList{}
+	g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	g.Expect(events.Items).NotTo(BeEmpty())
+	for _, ev := range events.Items {
+		expectNoCanary(t, "event "+ev.Reason, ev.Message, canaries)
+	}
+	g.Expect(suite.OperatorLog.String()).To(ContainSubstring("leaky"), "the operator's log was captured")
+	expectNoCanary(t, "the operator's debug log", suite.OperatorLog.String(), canaries)
+	expectNoCanary(t, "/metrics", gatheredMetrics(t), canaries)
+}
+
+func expectNoCanary(t *testing.T, where, text string, canaries []string) {
+	t.Helper()
+	for _, c := range canaries {
+		if i := strings.Index(text, c); i >= 0 {
+			t.Errorf("%s holds a secret value: …%s…", where, text[max(0, i-200):min(len(text), i+200)])
+		}
+	}
+}
+
+// gatheredMetrics is the text the in-process operator's /metrics would serve.
+func gatheredMetrics(t *testing.T) string {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, f := range families {
+		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
