@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
@@ -100,7 +101,7 @@ func (a *Applier) Apply(ctx context.Context, layer string, objs []*unstructured.
 	opts.WaitTimeout = 30 * time.Second
 	cs, err := a.manager.ApplyAllStaged(ctx, objs, opts)
 	if err != nil {
-		return 0, fmt.Errorf("applying: %w", err)
+		return 0, readable(fmt.Errorf("applying: %w", err))
 	}
 	changed := 0
 	for _, e := range cs.Entries {
@@ -146,3 +147,26 @@ func Describe(obj client.Object) string {
 	}
 	return kind + " " + obj.GetName()
 }
+
+// valueDump is how the API server's structured-merge-diff prints a value it
+// could not convert: ".data.x: expected string, got &value.valueUnstructured{Value:1}".
+var valueDump = regexp.MustCompile(`&value\.valueUnstructured\{Value:(.*?)\}`)
+
+// readable returns err with Go value dumps replaced by the value, so that a
+// message says "expected string, got 1"; errors.Is and errors.As still see
+// the chain.
+func readable(err error) error {
+	msg := valueDump.ReplaceAllString(err.Error(), "$1")
+	if msg == err.Error() {
+		return err
+	}
+	return &readableError{msg: msg, err: err}
+}
+
+type readableError struct {
+	msg string
+	err error
+}
+
+func (e *readableError) Error() string { return e.msg }
+func (e *readableError) Unwrap() error { return e.err }

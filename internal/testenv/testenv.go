@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -209,4 +211,29 @@ func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// structDump matches Go values printed with %#v or %+v, such as
+// "&value.valueUnstructured{Value:1}" or "v1.ObjectMeta{Name:…}".
+var structDump = regexp.MustCompile(`&?\b[a-z][a-z0-9]*\.[A-Za-z][A-Za-z0-9]*\{[A-Z][A-Za-z]*:`)
+
+// MessageProblems says what makes a condition or event message one a user
+// cannot act on — a "<nil>" where a cause should be, a broken format verb
+// ("%!"), a Go struct dump — or returns nil. Tests pass every message they
+// read through it.
+func MessageProblems(msg string) error {
+	var problems []string
+	if strings.Contains(msg, "<nil>") {
+		problems = append(problems, `"<nil>"`)
+	}
+	if strings.Contains(msg, "%!") {
+		problems = append(problems, `a broken format verb "%!"`)
+	}
+	if m := structDump.FindString(msg); m != "" {
+		problems = append(problems, fmt.Sprintf("a Go struct dump %q", m))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("message holds %s: %s", strings.Join(problems, ", "), msg)
 }

@@ -211,10 +211,14 @@ func (e *layerEnv) createLayer(t *testing.T, name, repo, path string, opts ...la
 	NewWithT(t).Expect(e.c.Create(context.Background(), l)).To(Succeed())
 }
 
-// layer reads a layer, failing the assertion's poll when it cannot.
+// layer reads a layer, failing the assertion's poll when it cannot or when
+// a condition's message is not one a user can act on.
 func (e *layerEnv) layer(g Gomega, name string) *kraanv1.AddonsLayer {
 	l := &kraanv1.AddonsLayer{}
 	g.Expect(e.c.Get(context.Background(), types.NamespacedName{Name: name}, l)).To(Succeed())
+	for _, c := range l.Status.Conditions {
+		g.Expect(testenv.MessageProblems(c.Message)).To(Succeed(), "condition %s", c.Type)
+	}
 	return l
 }
 

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
@@ -90,10 +91,14 @@ func newRelease(t *testing.T, namespace, name, chartName string, opts ...release
 	NewWithT(t).Expect(k8s.Create(context.Background(), hr)).To(Succeed())
 }
 
-// get returns the HelmRelease as the API server has it now.
+// get returns the HelmRelease as the API server has it now; every message
+// of its conditions must be one a user can act on.
 func get(g Gomega, namespace, name string) *kraanv1.HelmRelease {
 	hr := &kraanv1.HelmRelease{}
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, hr)).To(Succeed())
+	for _, c := range hr.Status.Conditions {
+		g.Expect(testenv.MessageProblems(c.Message)).To(Succeed(), "condition %s", c.Type)
+	}
 	return hr
 }
 
