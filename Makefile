@@ -109,6 +109,20 @@ test-e2e: $(ASSETS) source-controller olm-tools ## Run the end-to-end tests on t
 bench: $(ASSETS) source-controller ## Benchmark the operator against sequential Helm SDK installs (KRAAN_BENCH_RELEASES=100).
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/bench/
 
+# Every native fuzz target, as package:Target; `go test -fuzz` takes one of each.
+FUZZ_TARGETS := ./internal/source:FuzzExtract ./internal/source:FuzzCleanEntryName \
+	./internal/manifest:FuzzReadFile ./internal/layer:FuzzParseDependency \
+	./internal/helm:FuzzComposeValuesTargetPath ./internal/watches:FuzzLoad ./internal/watches:FuzzValues
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Fuzz every fuzz target in turn for FUZZTIME each (default 30s); crashers land in the package's testdata/fuzz.
+	@failed=; for pt in $(FUZZ_TARGETS); do \
+		echo ">> fuzzing $${pt#*:} in $${pt%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${pt#*:}\$$" -fuzztime $(FUZZTIME) "$${pt%%:*}" || failed="$$failed $${pt#*:}"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed"; exit 1; fi
+
 ##@ Build
 
 .PHONY: build

@@ -3,7 +3,6 @@ package helm
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/strvals"
@@ -69,25 +68,46 @@ func ComposeValues(sources []ValuesSource, inline *apiextensionsv1.JSON) (map[st
 	return chartutil.MergeTables(values, result), nil
 }
 
-// setValueEscaper escapes what Helm's `--set` parser would read as syntax in
-// a value: a comma ends it, a backslash escapes, a leading brace starts a list.
-var setValueEscaper = strings.NewReplacer(`\`, `\\`, `,`, `\,`, `{`, `\{`)
+// targetPathPlaceholder stands for the value while Helm's `--set` parser
+// builds the path: the value itself never goes through the parser, which
+// would read commas, backslashes and braces as syntax and replace bytes that
+// are not UTF-8.
+const targetPathPlaceholder = "kraanTargetPathValue0x7f3c9e51"
 
 // setAtPath sets value at path (Helm's `--set` key syntax: a.b, a[0], a\.b)
-// as one literal string, whatever it contains: commas, `=`, brackets, dots,
-// newlines. Flux does the same; reading the value as `--set` syntax would
-// split a password at its commas and let `,key=value` inside a Secret set
-// other keys. The path is checked on its own first, so that an error never
-// quotes the value, which may be a secret.
+// as one literal string, byte for byte, whatever it contains: commas, `=`,
+// brackets, newlines, bytes that are not UTF-8. Flux does the same; reading
+// the value as `--set` syntax would split a password at its commas and let
+// `,key=value` inside a Secret set other keys. Only the path is parsed, so an
+// error never quotes the value, which may be a secret.
 func setAtPath(values map[string]any, path, value string) error {
-	if err := strvals.ParseIntoString(path+"=", map[string]any{}); err != nil {
+	if err := strvals.ParseIntoString(path+"="+targetPathPlaceholder, values); err != nil {
 		return fmt.Errorf("invalid targetPath %q: %w", path, err)
 	}
-	if err := strvals.ParseIntoString(path+"="+setValueEscaper.Replace(value), values); err != nil {
-		// Not reached with a valid path; the value stays out of the message.
-		return fmt.Errorf("setting targetPath %q failed", path)
-	}
+	replacePlaceholder(values, value)
 	return nil
+}
+
+// replacePlaceholder puts value where setAtPath's placeholder is.
+func replacePlaceholder(node any, value string) {
+	switch n := node.(type) {
+	case map[string]any:
+		for k, v := range n {
+			if v == targetPathPlaceholder {
+				n[k] = value
+				continue
+			}
+			replacePlaceholder(v, value)
+		}
+	case []any:
+		for i, v := range n {
+			if v == targetPathPlaceholder {
+				n[i] = value
+				continue
+			}
+			replacePlaceholder(v, value)
+		}
+	}
 }
 
 func valuesKey(ref kraanv1.ValuesReference) string {
