@@ -1,7 +1,6 @@
 package addonslayer
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -11,12 +10,10 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/common/expfmt"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
@@ -73,27 +70,11 @@ func (e *layerEnv) testSecretsNeverLeak(t *testing.T) {
 	}).Should(Succeed())
 	expectNoCanary(g, "the operator's log", operatorLog.String(), canaries)
 	g.Expect(operatorLog.String()).To(ContainSubstring("leaks"), "the log was captured")
-	expectNoCanary(g, "/metrics", gatheredMetrics(t), canaries)
+	expectNoCanary(g, "/metrics", testenv.GatheredMetrics(t), canaries)
 }
 
 func expectNoCanary(g Gomega, where, text string, canaries []string) {
 	for _, c := range canaries {
 		g.Expect(strings.Contains(text, c)).To(BeFalse(), "%s holds a secret value: %s", where, text)
 	}
-}
-
-// gatheredMetrics is the text /metrics would serve.
-func gatheredMetrics(t *testing.T) string {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	for _, f := range families {
-		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b.String()
 }

@@ -1,7 +1,6 @@
 package helmreleases_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -10,14 +9,13 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/redact"
+	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
 
@@ -73,7 +71,7 @@ func TestHelmRelease_SecretValuesNeverLeak(t *testing.T) {
 	}
 	g.Expect(suite.OperatorLog.String()).To(ContainSubstring("leaky"), "the operator's log was captured")
 	expectNoCanary(t, "the operator's debug log", suite.OperatorLog.String(), canaries)
-	expectNoCanary(t, "/metrics", gatheredMetrics(t), canaries)
+	expectNoCanary(t, "/metrics", testenv.GatheredMetrics(t), canaries)
 }
 
 func expectNoCanary(t *testing.T, where, text string, canaries []string) {
@@ -83,20 +81,4 @@ func expectNoCanary(t *testing.T, where, text string, canaries []string) {
 			t.Errorf("%s holds a secret value: …%s…", where, text[max(0, i-200):min(len(text), i+200)])
 		}
 	}
-}
-
-// gatheredMetrics is the text the in-process operator's /metrics would serve.
-func gatheredMetrics(t *testing.T) string {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	for _, f := range families {
-		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b.String()
 }
