@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -36,6 +37,8 @@ type Reconciler struct {
 	Mapper meta.RESTMapper
 	// Events records release failures.
 	Events kit.Events
+	// APIReader reads the object fresh before its status is written.
+	APIReader client.Reader
 
 	chartDigest string
 	// controller and dependents let Reconcile add a watch for each kind a
@@ -68,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, obj)
 	}
-	patcher := kit.NewLockingPatcher(r.Client, obj)
+	patcher := kit.NewPatcher(r.Client, obj)
 	// The finalizer must be stored before the first release exists, or a
 	// quick delete would leave the release behind.
 	if err := kit.EnsureFinalizer(ctx, r.Client, obj, ChartFinalizer, patcher); err != nil {
@@ -81,12 +84,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			sc.runErr = err
 		}
 	}
-	setChartStatus(obj, sc)
-	if err := patcher.Patch(ctx, obj); err != nil {
+	if err := r.writeStatus(ctx, obj, sc); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.recordFailures(obj, sc)
 	return chartResult(sc, reconcilePeriodFor(obj, r.Watch.ResyncPeriod()))
+}
+
+// writeStatus writes what this pass observed onto a fresh read of the
+// object, so that the conditions another controller owns (SecretsReady, from
+// a Go half) are kept as they are now rather than as they were when the pass
+// began, seconds of Helm ago; a conflict with that controller's write is
+// retried at once on a new read.
+func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstructured, sc *chartScope) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fresh := r.newObject()
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		patcher := kit.NewLockingPatcher(r.Client, fresh)
+		setChartStatus(fresh, sc)
+		if err := patcher.Patch(ctx, fresh); err != nil {
+			return err
+		}
+		obj.Object["status"] = fresh.Object["status"]
+		return nil
+	})
 }
 
 // chartResult decides the requeue. A spec the overrides cannot apply to

@@ -32,10 +32,11 @@ const chartFieldOwner = "kraan-operator-chart"
 // object of the watched kind, run by engine.
 func Setup(mgr manager.Manager, engine *helm.Engine, w watches.Watch, opts kit.ControllerOptions) error {
 	r := &Reconciler{
-		Client: mgr.GetClient(),
-		Engine: engine,
-		Watch:  w,
-		Events: kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Engine:    engine,
+		Watch:     w,
+		Events:    kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
 	}
 	return r.setupWithManager(mgr, opts)
 }

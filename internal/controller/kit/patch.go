@@ -28,8 +28,8 @@ func NewPatcher(c client.Client, obj client.Object) *Patcher {
 // NewLockingPatcher is NewPatcher for status that two controllers write (a
 // chart-backed kind and its Go half): a merge patch replaces the whole
 // conditions list, so a patch made from a stale read would drop the other
-// controller's condition; with the lock it fails with a conflict instead,
-// and the reconcile is retried on a fresh read.
+// controller's conditions; with the lock it fails with a conflict instead,
+// and the write is retried on a fresh read.
 func NewLockingPatcher(c client.Client, obj client.Object) *Patcher {
 	p := NewPatcher(c, obj)
 	p.lock = true
