@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/redact"
 )
 
 // maxSteps bounds the actions taken in one Run: a failed upgrade, its rollback
@@ -29,13 +30,13 @@ type Request struct {
 	// PostRenderer, when set, changes what the chart rendered before Helm
 	// applies it on install and upgrade (owner references for chart-backed kinds).
 	PostRenderer postrender.PostRenderer
-	// BeforeAction, when set, is called before each action starts, with the
-	// action and what storage held: the controller reports progress on the
-	// object while Helm works, which may take until the action's timeout.
-	BeforeAction func(ctx context.Context, action Action, latest *Revision)
-	// Redact, when set, masks secret values in Helm's log lines and in the
+	// BeforeAction, when set, is called before each action starts: the
+	// controller reports progress on the object while Helm works, which may
+	// take until the action's timeout.
+	BeforeAction func(ctx context.Context, action Action)
+	// Redactor, when set, masks secret values in Helm's log lines and in the
 	// errors of the actions, before they are logged or returned.
-	Redact func(string) string
+	Redactor *redact.Redactor
 }
 
 // Step is one Helm action the engine took.
@@ -67,7 +68,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 	res := Result{Failures: req.Failures}
 	policy := PolicyOf(req.Spec)
 	for range maxSteps {
-		logs := &logTail{redact: req.Redact}
+		logs := &logTail{redactor: req.Redactor}
 		cfg, err := e.configFor(req.Target, logs.bind(logr.FromContextOrDiscard(ctx)))
 		if err != nil {
 			return res, err
@@ -82,13 +83,11 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 			return res, nil
 		}
 		if req.BeforeAction != nil {
-			req.BeforeAction(ctx, res.Next, revisionOf(obs.Latest, req.Desired))
+			req.BeforeAction(ctx, res.Next)
 		}
 		step := e.act(ctx, cfg, req, obs, res.Next)
 		step.LogTail = logs.lines()
-		if step.Err != nil && req.Redact != nil {
-			step.Err = &redactedError{msg: req.Redact(step.Err.Error()), err: step.Err}
-		}
+		step.Err = req.Redactor.Error(step.Err)
 		res.Steps = append(res.Steps, step)
 		if step.Err == nil {
 			continue
@@ -202,8 +201,8 @@ func sameRevision(a, b *release.Release) bool {
 type logTail struct {
 	mu  sync.Mutex
 	buf []string
-	// redact masks secret values in each line, when set.
-	redact func(string) string
+	// redactor masks secret values in each line; nil masks nothing.
+	redactor *redact.Redactor
 }
 
 const logTailLines = 10
@@ -211,9 +210,7 @@ const logTailLines = 10
 func (l *logTail) bind(log logr.Logger) action.DebugLog {
 	return func(format string, v ...any) {
 		line := fmt.Sprintf(format, v...)
-		if l.redact != nil {
-			line = l.redact(line)
-		}
+		line = l.redactor.String(line)
 		log.V(1).Info(line)
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -229,13 +226,3 @@ func (l *logTail) lines() []string {
 	defer l.mu.Unlock()
 	return append([]string(nil), l.buf...)
 }
-
-// redactedError is an action's error with secret values masked in its text;
-// the chain stays for errors.Is and errors.As.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }

@@ -76,7 +76,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return fmt.Errorf("setting up the HelmRelease controller: %w", err)
 	}
-	if err := SetupChartBacked(mgr, engine, opts); err != nil {
+	if err := setupChartBacked(mgr, engine, opts); err != nil {
 		return err
 	}
 	if !LayersEnabled(opts.WatchNamespaces) {
@@ -93,10 +93,10 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	return nil
 }
 
-// SetupChartBacked registers the Helm/Go hybrid APIs: one chart-backed
+// setupChartBacked registers the Helm/Go hybrid APIs: one chart-backed
 // controller per watches.yaml entry, then the Habitat Go controller, which
 // completes the chart-backed Habitat kind.
-func SetupChartBacked(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
+func setupChartBacked(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 	for _, w := range opts.Watches {
 		if err := chartbacked.Setup(mgr, engine, w, opts.ControllerOptions); err != nil {
 			return fmt.Errorf("setting up the chart-backed %s controller: %w", w.String(), err)

@@ -256,3 +256,14 @@ func GatheredMetrics(t testing.TB) string {
 	}
 	return b.String()
 }
+
+// CanaryLeak returns the neighbourhood of the first canary found in text,
+// for a test's failure message, or "" when text holds none of them.
+func CanaryLeak(text string, canaries []string) string {
+	for _, c := range canaries {
+		if i := strings.Index(text, c); i >= 0 {
+			return "…" + text[max(0, i-200):min(len(text), i+len(c)+200)] + "…"
+		}
+	}
+	return ""
+}

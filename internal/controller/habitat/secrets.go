@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -106,11 +107,13 @@ func (r *Reconciler) requestsForSecretChange(ctx context.Context, obj client.Obj
 // setSecretsCondition writes SecretsReady and the Ready it implies, and
 // records a Warning event when the Secrets went missing.
 func (r *Reconciler) setSecretsCondition(obj *habitatv1.Habitat, c metav1.Condition) {
-	c.ObservedGeneration = obj.Generation
-	previous := kit.FindCondition(obj.Status.Conditions, chartbacked.SecretsReady)
+	previousMessage := ""
+	if previous := apimeta.FindStatusCondition(obj.Status.Conditions, c.Type); previous != nil {
+		previousMessage = previous.Message
+	}
 	kit.SetCondition(&obj.Status.Conditions, obj.Generation, c.Type, c.Status, c.Reason, c.Message)
 	chartbacked.SetReady(&obj.Status.Conditions, obj.Generation)
-	if c.Status == metav1.ConditionFalse && (previous == nil || previous.Message != c.Message) {
+	if c.Status == metav1.ConditionFalse && previousMessage != c.Message {
 		r.Events.Warning(obj, c.Reason, c.Message)
 	}
 }

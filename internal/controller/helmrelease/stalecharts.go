@@ -32,7 +32,6 @@ type staleCharts struct {
 	charts *SourceCharts
 	// events re-queue releases through the controller's channel source.
 	events chan event.GenericEvent
-	now    func() time.Time
 
 	mu    sync.Mutex
 	repos map[types.NamespacedName]*staleRepository
@@ -54,7 +53,6 @@ func newStaleCharts(charts *SourceCharts) *staleCharts {
 	return &staleCharts{
 		charts: charts,
 		events: make(chan event.GenericEvent, 64),
-		now:    time.Now,
 		repos:  map[types.NamespacedName]*staleRepository{},
 		repoOf: map[types.NamespacedName]types.NamespacedName{},
 	}
@@ -73,7 +71,7 @@ func (s *staleCharts) Track(ctx context.Context, release, repo types.NamespacedN
 	}
 	r, ok := s.repos[repo]
 	if !ok {
-		r = &staleRepository{releases: map[types.NamespacedName]bool{}, next: s.now().Add(interval)}
+		r = &staleRepository{releases: map[types.NamespacedName]bool{}, next: time.Now().Add(interval)}
 		s.repos[repo] = r
 	}
 	r.revision = revision
@@ -108,7 +106,7 @@ func (s *staleCharts) forgetLocked(release types.NamespacedName) {
 // checkDue asks each due repository for its index and re-queues the
 // releases of those whose index changed.
 func (s *staleCharts) checkDue(ctx context.Context) {
-	now := s.now()
+	now := time.Now()
 	s.mu.Lock()
 	var due []types.NamespacedName
 	for key, r := range s.repos {
@@ -125,7 +123,7 @@ func (s *staleCharts) checkDue(ctx context.Context) {
 			s.mu.Unlock()
 			continue
 		}
-		r.next = s.now().Add(interval)
+		r.next = time.Now().Add(interval)
 		changed := revision == "" || revision != r.revision
 		var releases []types.NamespacedName
 		if changed {

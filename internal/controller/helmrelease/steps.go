@@ -84,7 +84,7 @@ func (r *Reconciler) reconcileChart(ctx context.Context, sc *releaseScope) (ctrl
 		sc.desired = helm.Desired{Chart: chrt, ChartDigest: digest}
 		return ctrl.Result{}, nil
 	}
-	err = classifyChartError(err)
+	err = sc.redactor.Error(classifyChartError(err))
 	if kit.Classify(err) == kit.ClassTerminal {
 		if repo, ok := helmRepositoryOf(sc.hr); ok {
 			r.staleCharts.Track(ctx, key, repo)
@@ -139,10 +139,10 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ct
 		Desired:  sc.desired,
 		Spec:     &hr.Spec,
 		Failures: r.failuresFor(hr, sc.desired),
-		BeforeAction: func(ctx context.Context, action helm.Action, _ *helm.Revision) {
+		BeforeAction: func(ctx context.Context, action helm.Action) {
 			r.reportProgress(ctx, sc, action)
 		},
-		Redact: sc.redactor.String,
+		Redactor: &sc.redactor,
 	})
 	sc.ran = true
 	r.recordRun(sc)

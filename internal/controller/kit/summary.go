@@ -82,12 +82,3 @@ func SetCondition(conditions *[]metav1.Condition, generation int64, condType str
 		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: generation,
 	})
 }
-
-// FindCondition returns a copy of the condition of condType, or nil.
-func FindCondition(conditions []metav1.Condition, condType string) *metav1.Condition {
-	if c := apimeta.FindStatusCondition(conditions, condType); c != nil {
-		cp := *c
-		return &cp
-	}
-	return nil
-}
