@@ -215,8 +215,11 @@ type ValuesReference struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[\-._a-zA-Z0-9]+$`
 	ValuesKey string `json:"valuesKey,omitempty"`
-	// TargetPath puts the key's whole content, as one literal string, at this
-	// path (`--set` key syntax: a.b, a[0], a\.b) instead of merging it as YAML.
+	// TargetPath puts the key's whole content at this path (`--set` key syntax:
+	// a.b, a[0], a\.b) instead of merging it as YAML. As in Flux, a value in
+	// quotes is the string between them and a plain true, false, null or
+	// integer is typed; unlike Flux, the value is never parsed as `--set`
+	// syntax, so commas and `key=value` in it stay part of it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=250
 	TargetPath string `json:"targetPath,omitempty"`

@@ -19,10 +19,10 @@ func composeAt(path, value string) (map[string]any, error) {
 }
 
 // FuzzComposeValuesTargetPath feeds arbitrary targetPaths and Secret values
-// to ComposeValues. It proves that composing never panics, that a value lands
-// byte for byte as one string at a simple path (no `--set` syntax is read in
-// it), and that an error message never quotes the value, which may be a
-// secret.
+// to ComposeValues. It proves that composing never panics, that a value Flux
+// does not type (not quoted, not a plain scalar) lands byte for byte as one
+// string at a simple path (no `--set` syntax is read in it), and that an
+// error message never quotes the value, which may be a secret.
 func FuzzComposeValuesTargetPath(f *testing.F) {
 	f.Add("auth.token", "s3cr3t")
 	f.Add("auth.password", "p,auth.admin=true")
@@ -43,7 +43,9 @@ func FuzzComposeValuesTargetPath(f *testing.F) {
 			}
 			return
 		}
-		if !simplePath.MatchString(path) {
+		// Flux types quoted values and plain scalars (true, 3); every other
+		// value must land as it is.
+		if !simplePath.MatchString(path) || targetPathValue(value) != any(value) {
 			return
 		}
 		var got any = values

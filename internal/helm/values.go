@@ -3,6 +3,8 @@ package helm
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/strvals"
@@ -75,21 +77,44 @@ func ComposeValues(sources []ValuesSource, inline *apiextensionsv1.JSON) (map[st
 const targetPathPlaceholder = "kraanTargetPathValue0x7f3c9e51"
 
 // setAtPath sets value at path (Helm's `--set` key syntax: a.b, a[0], a\.b)
-// as one literal string, byte for byte, whatever it contains: commas, `=`,
-// brackets, newlines, bytes that are not UTF-8. Flux does the same; reading
-// the value as `--set` syntax would split a password at its commas and let
-// `,key=value` inside a Secret set other keys. Only the path is parsed, so an
-// error never quotes the value, which may be a secret.
+// with Flux's meaning (see targetPathValue), except that the value is never
+// read as `--set` syntax: Flux hands it to Helm's parser, which splits a
+// password at its commas, lets `,key=value` inside a Secret set other keys,
+// and replaces bytes that are not UTF-8. Only the path is parsed, with a
+// placeholder for the value, so an error never quotes the value, which may
+// be a secret.
 func setAtPath(values map[string]any, path, value string) error {
 	if err := strvals.ParseIntoString(path+"="+targetPathPlaceholder, values); err != nil {
 		return fmt.Errorf("invalid targetPath %q: %w", path, err)
 	}
-	replacePlaceholder(values, value)
+	replacePlaceholder(values, targetPathValue(value))
 	return nil
 }
 
+// plainScalar is a value made only of characters that mean nothing to the
+// `--set` parser: the only values it gives a type other than string.
+var plainScalar = regexp.MustCompile(`^[-+0-9A-Za-z._]*$`)
+
+// targetPathValue is what Flux sets at a targetPath for value: in single or
+// double quotes, the string between them; otherwise the type Helm's `--set`
+// infers (true, false, null, integers) or else the string itself, byte for
+// byte.
+func targetPathValue(value string) any {
+	quoted := func(q string) bool { return strings.HasPrefix(value, q) && strings.HasSuffix(value, q) }
+	if quoted("'") || quoted(`"`) {
+		return strings.Trim(value, `'"`)
+	}
+	if plainScalar.MatchString(value) {
+		typed := map[string]any{}
+		if err := strvals.ParseInto("v="+value, typed); err == nil {
+			return typed["v"]
+		}
+	}
+	return value
+}
+
 // replacePlaceholder puts value where setAtPath's placeholder is.
-func replacePlaceholder(node any, value string) {
+func replacePlaceholder(node any, value any) {
 	switch n := node.(type) {
 	case map[string]any:
 		for k, v := range n {

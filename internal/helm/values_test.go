@@ -56,8 +56,9 @@ func TestComposeValues_Errors(t *testing.T) {
 }
 
 // TestComposeValues_TargetPathSetsTheLiteralValue: whatever a Secret holds is
-// set byte for byte at targetPath, as one string, and never read as `--set`
-// syntax (a comma would split it; `,key=value` would inject a key).
+// set byte for byte at targetPath and never read as `--set` syntax (a comma
+// would split it; `,key=value` would inject a key); only Flux's typing
+// applies: quotes make a string, a plain true/false/null/integer is typed.
 func TestComposeValues_TargetPathSetsTheLiteralValue(t *testing.T) {
 	long := strings.Repeat("x,=[]{}.\\", 10000)
 	cases := []struct {
@@ -71,10 +72,13 @@ func TestComposeValues_TargetPathSetsTheLiteralValue(t *testing.T) {
 		{"brackets and dots", "k", "x[0].y]", map[string]any{"k": "x[0].y]"}},
 		{"leading brace", "k", "{a,b}", map[string]any{"k": "{a,b}"}},
 		{"backslashes", "k", `a\,b\\c\`, map[string]any{"k": `a\,b\\c\`}},
-		{"quotes", "k", `"quoted"`, map[string]any{"k": `"quoted"`}},
-		{"number stays a string", "k", "0123", map[string]any{"k": "0123"}},
-		{"boolean stays a string", "k", "true", map[string]any{"k": "true"}},
-		{"null stays a string", "k", "null", map[string]any{"k": "null"}},
+		{"double quotes make a string", "k", `"quoted, still"`, map[string]any{"k": "quoted, still"}},
+		{"single-quoted number stays a string", "replicas", "'3'", map[string]any{"replicas": "3"}},
+		{"integer is typed, as Flux does", "replicas", "3", map[string]any{"replicas": int64(3)}},
+		{"leading zero stays a string", "k", "0123", map[string]any{"k": "0123"}},
+		{"boolean is typed", "k", "true", map[string]any{"k": true}},
+		{"null is typed", "k", "null", map[string]any{"k": nil}},
+		{"decimal stays a string", "k", "1.5", map[string]any{"k": "1.5"}},
 		{"newlines", "tls.crt", "-----BEGIN-----\nabc\n-----END-----\n", map[string]any{"tls": map[string]any{"crt": "-----BEGIN-----\nabc\n-----END-----\n"}}},
 		{"unicode", "k", "pässwörd 🔑 ,", map[string]any{"k": "pässwörd 🔑 ,"}},
 		{"empty", "k", "", map[string]any{"k": ""}},
