@@ -34,8 +34,14 @@ const (
 	// BucketKind is a Flux source.toolkit.fluxcd.io Bucket.
 	BucketKind = "Bucket"
 	// KraanGitRepositoryKind is the spelling Kraan's documentation used for
-	// source.kind; it means GitRepository and is accepted so Kraan manifests apply unchanged.
+	// source.kind (resource.group); it means GitRepository and is accepted so
+	// Kraan manifests apply unchanged. The other kinds' resource.group
+	// spellings are accepted alike.
 	KraanGitRepositoryKind = "gitrepositories.source.toolkit.fluxcd.io"
+	// KraanOCIRepositoryKind is OCIRepository in resource.group spelling.
+	KraanOCIRepositoryKind = "ocirepositories.source.toolkit.fluxcd.io"
+	// KraanBucketKind is Bucket in resource.group spelling.
+	KraanBucketKind = "buckets.source.toolkit.fluxcd.io"
 )
 
 // AddonsLayerSpec is the desired state of a layer: which directory of which Flux
@@ -86,7 +92,7 @@ type SourceSpec struct {
 	// Kind of the Flux source.
 	// +optional
 	// +kubebuilder:default=GitRepository
-	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket;gitrepositories.source.toolkit.fluxcd.io
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket;gitrepositories.source.toolkit.fluxcd.io;ocirepositories.source.toolkit.fluxcd.io;buckets.source.toolkit.fluxcd.io
 	Kind string `json:"kind,omitempty"`
 
 	// Name of the Flux source.

@@ -62,6 +62,7 @@ const (
 	ReasonValuesError        = "ValuesError"
 	ReasonDependencyNotReady = "DependencyNotReady"
 	ReasonRetriesExceeded    = "RetriesExceeded"
+	ReasonRetryOnFailure     = "RetryOnFailure"
 	ReasonProgressing        = "Progressing"
 	ReasonReconcileError     = "ReconcileError"
 	ReasonAccessDenied       = "AccessDenied"

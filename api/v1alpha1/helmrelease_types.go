@@ -10,6 +10,7 @@ import (
 // field by field.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.chart) != has(self.chartRef)",message="exactly one of spec.chart or spec.chartRef must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.kubeConfig)",message="spec.kubeConfig is not supported (UnsupportedField): the release would be installed in this cluster instead of the remote one; keep this release with Flux's helm-controller"
 type HelmReleaseSpec struct {
 	// Chart is the template of the chart to install: its name or path, version
 	// range and source.
@@ -76,6 +77,23 @@ type HelmReleaseSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
+	// KubeConfig is Flux's remote-cluster target. It is refused at admission:
+	// installing a release meant for another cluster into this one would be
+	// worse than not installing it. The field exists so that the refusal is
+	// loud instead of the API server pruning it silently.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	KubeConfig *apiextensionsv1.JSON `json:"kubeConfig,omitempty"`
+
+	// PersistentClient, as in Flux, reuses one Kubernetes client (discovery
+	// and REST mapping) for every Helm action of the release; false gives each
+	// action fresh ones, for charts that create CRDs outside Helm's CRD
+	// handling and use them in hooks. Defaults to true.
+	// +optional
+	PersistentClient *bool `json:"persistentClient,omitempty"`
+
 	// DriftDetection compares the release manifest with the cluster.
 	// +optional
 	DriftDetection *DriftDetection `json:"driftDetection,omitempty"`
@@ -109,16 +127,105 @@ type HelmReleaseSpec struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// CommonMetadata labels and annotations are set on every object the chart
+	// renders, after the post-renderers, overriding keys the chart set.
+	// +optional
+	CommonMetadata *CommonMetadata `json:"commonMetadata,omitempty"`
+
+	// PostRenderers change the rendered manifest, in order, before install
+	// and upgrade. A change to them upgrades the release.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	PostRenderers []PostRenderer `json:"postRenderers,omitempty"`
+}
+
+// CommonMetadata are labels and annotations for every rendered object.
+type CommonMetadata struct {
+	// Annotations to set.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Labels to set.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// PostRenderer changes the rendered manifest.
+// +kubebuilder:validation:XValidation:rule="has(self.kustomize)",message="a post-renderer must set kustomize, the only post-renderer kind"
+type PostRenderer struct {
+	// Kustomize patches and image overrides.
+	// +optional
+	Kustomize *KustomizePostRenderer `json:"kustomize,omitempty"`
+}
+
+// KustomizePostRenderer is a kustomization over the rendered manifest.
+type KustomizePostRenderer struct {
+	// Patches are strategic-merge or JSON 6902 patches, each optionally
+	// limited to the objects its target selects.
+	// +optional
+	// +listType=atomic
+	Patches []KustomizePatch `json:"patches,omitempty"`
+	// Images replace image names, tags or digests in the rendered workloads.
+	// +optional
+	// +listType=atomic
+	Images []KustomizeImage `json:"images,omitempty"`
+}
+
+// KustomizePatch is a kustomize patch: a strategic-merge patch or a JSON 6902
+// patch (a YAML list of operations), inline.
+type KustomizePatch struct {
+	// Patch is the patch document.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Patch string `json:"patch"`
+	// Target selects the objects to patch; a strategic-merge patch without
+	// one patches the object it names.
+	// +optional
+	Target *ObjectSelector `json:"target,omitempty"`
+}
+
+// KustomizeImage overrides one image.
+type KustomizeImage struct {
+	// Name of the image to replace, as the chart renders it (without tag).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// NewName replaces the name.
+	// +optional
+	NewName string `json:"newName,omitempty"`
+	// NewTag replaces the tag.
+	// +optional
+	NewTag string `json:"newTag,omitempty"`
+	// Digest replaces the tag with a digest.
+	// +optional
+	Digest string `json:"digest,omitempty"`
 }
 
 // HelmChartTemplate describes the chart to install.
 type HelmChartTemplate struct {
+	// Metadata is Flux's labels and annotations for the HelmChart object
+	// helm-controller creates. kraan-operator creates no HelmChart (it reads
+	// the chart straight from the source), so there is nothing to put them
+	// on; they are accepted so that Flux manifests apply unchanged.
+	// +optional
+	Metadata *CommonMetadata `json:"metadata,omitempty"`
 	// Spec of the chart.
 	// +required
 	Spec HelmChartTemplateSpec `json:"spec"`
 }
 
+// Chart reconcile strategies.
+const (
+	// ReconcileStrategyChartVersion upgrades when the chart's version changes.
+	ReconcileStrategyChartVersion = "ChartVersion"
+	// ReconcileStrategyRevision also upgrades when the source's artifact
+	// revision changes under the same chart version.
+	ReconcileStrategyRevision = "Revision"
+)
+
 // HelmChartTemplateSpec names a chart in a source.
+// +kubebuilder:validation:XValidation:rule="!has(self.verify)",message="spec.chart.spec.verify is not supported (UnsupportedField): the chart would be installed without verifying its signature; keep this release with Flux's helm-controller"
 type HelmChartTemplateSpec struct {
 	// Chart is the chart's name in a HelmRepository, or its path in a
 	// GitRepository, OCIRepository or Bucket artifact.
@@ -143,6 +250,36 @@ type HelmChartTemplateSpec struct {
 	// +optional
 	// +listType=atomic
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
+
+	// IgnoreMissingValuesFiles skips valuesFiles that do not exist instead
+	// of failing.
+	// +optional
+	IgnoreMissingValuesFiles bool `json:"ignoreMissingValuesFiles,omitempty"`
+
+	// Interval at which the chart source is checked for a new chart; defaults
+	// to spec.interval. The release is checked at the shorter of the two.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// ReconcileStrategy says what makes a new chart for a chart in a
+	// GitRepository or Bucket: ChartVersion (a new version in Chart.yaml) or
+	// Revision (any new artifact revision). Charts from a HelmRepository are
+	// identified by their version only.
+	// +optional
+	// +kubebuilder:default=ChartVersion
+	// +kubebuilder:validation:Enum=ChartVersion;Revision
+	ReconcileStrategy string `json:"reconcileStrategy,omitempty"`
+
+	// Verify is Flux's chart signature verification. It is refused at
+	// admission: installing an unverified chart the user asked to verify
+	// would defeat its purpose.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Verify *apiextensionsv1.JSON `json:"verify,omitempty"`
 }
 
 // CrossNamespaceObjectReference points at a chart source.
@@ -186,6 +323,7 @@ type CrossNamespaceSourceReference struct {
 }
 
 // DependencyReference names another HelmRelease.
+// +kubebuilder:validation:XValidation:rule="!has(self.readyExpr)",message="spec.dependsOn[].readyExpr is not supported (UnsupportedField): a dependency is ready when its Ready condition is True at its generation"
 type DependencyReference struct {
 	// Name of the HelmRelease.
 	// +required
@@ -196,6 +334,10 @@ type DependencyReference struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
+	// ReadyExpr is Flux's CEL readiness expression. It is refused at
+	// admission: a dependency would be judged ready differently than asked.
+	// +optional
+	ReadyExpr string `json:"readyExpr,omitempty"`
 }
 
 // ValuesReference is a ConfigMap or Secret key holding values.
@@ -226,6 +368,10 @@ type ValuesReference struct {
 	// Optional makes a missing object or key not an error.
 	// +optional
 	Optional bool `json:"optional,omitempty"`
+	// Literal, with TargetPath, sets the value as a string even where it
+	// reads as true, false, null or a number (helm --set-literal).
+	// +optional
+	Literal bool `json:"literal,omitempty"`
 }
 
 // Drift detection modes.
@@ -280,6 +426,12 @@ type ObjectSelector struct {
 	// Namespace of the object.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
+	// LabelSelector is a label selector expression, e.g. `app=web,tier!=db`.
+	// +optional
+	LabelSelector string `json:"labelSelector,omitempty"`
+	// AnnotationSelector is a label selector expression over annotations.
+	// +optional
+	AnnotationSelector string `json:"annotationSelector,omitempty"`
 }
 
 // CRD policies for install and upgrade.
@@ -330,14 +482,52 @@ type Install struct {
 	// Replace reuses the name of a deleted release that remains in history.
 	// +optional
 	Replace bool `json:"replace,omitempty"`
-	// CRDs policy for the chart's crds/ directory.
+	// CRDs policy for the chart's crds/ directory; defaults to Create, or to
+	// Skip when skipCRDs is set.
 	// +optional
-	// +kubebuilder:default=Create
 	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
 	CRDs string `json:"crds,omitempty"`
+	// SkipCRDs is Flux's older spelling of crds: Skip; crds wins when both are set.
+	// +optional
+	SkipCRDs bool `json:"skipCRDs,omitempty"`
 	// CreateNamespace creates the target namespace if missing.
 	// +optional
 	CreateNamespace bool `json:"createNamespace,omitempty"`
+	// Strategy on a failed install: remediate (uninstall, per remediation)
+	// or retry after an interval without remediating.
+	// +optional
+	Strategy *ActionStrategy `json:"strategy,omitempty"`
+	// DisableTakeOwnership refuses to adopt objects that exist and belong to
+	// no Helm release; by default, as in Flux, they are adopted.
+	// +optional
+	DisableTakeOwnership bool `json:"disableTakeOwnership,omitempty"`
+	// DisableSchemaValidation skips validating values against the chart's
+	// values.schema.json.
+	// +optional
+	DisableSchemaValidation bool `json:"disableSchemaValidation,omitempty"`
+}
+
+// Action strategies.
+const (
+	// StrategyRemediateOnFailure remediates a failed action per its remediation.
+	StrategyRemediateOnFailure = "RemediateOnFailure"
+	// StrategyRetryOnFailure retries a failed action after retryInterval,
+	// without remediation and without limit.
+	StrategyRetryOnFailure = "RetryOnFailure"
+)
+
+// ActionStrategy is what happens after an install or upgrade fails.
+// +kubebuilder:validation:XValidation:rule="!has(self.retryInterval) || self.name != 'RemediateOnFailure'",message=".retryInterval cannot be set when .name is 'RemediateOnFailure'"
+type ActionStrategy struct {
+	// Name of the strategy.
+	// +required
+	// +kubebuilder:validation:Enum=RemediateOnFailure;RetryOnFailure
+	Name string `json:"name"`
+	// RetryInterval between attempts of RetryOnFailure; defaults to 5m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
 }
 
 // InstallRemediation configures what happens after a failed install.
@@ -377,6 +567,18 @@ type Upgrade struct {
 	// +kubebuilder:default=Skip
 	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
 	CRDs string `json:"crds,omitempty"`
+	// Strategy on a failed upgrade: remediate (rollback or uninstall, per
+	// remediation) or retry after an interval without remediating.
+	// +optional
+	Strategy *ActionStrategy `json:"strategy,omitempty"`
+	// DisableTakeOwnership refuses to adopt objects that exist and belong to
+	// no Helm release; by default, as in Flux, they are adopted.
+	// +optional
+	DisableTakeOwnership bool `json:"disableTakeOwnership,omitempty"`
+	// DisableSchemaValidation skips validating values against the chart's
+	// values.schema.json.
+	// +optional
+	DisableSchemaValidation bool `json:"disableSchemaValidation,omitempty"`
 }
 
 // UpgradeRemediation configures what happens after a failed upgrade.
@@ -412,6 +614,23 @@ type Test struct {
 	// IgnoreFailures keeps the release Ready when a test fails.
 	// +optional
 	IgnoreFailures bool `json:"ignoreFailures,omitempty"`
+	// Filters select the tests to run: named tests with exclude false are
+	// the only ones run; named tests with exclude true are skipped.
+	// +optional
+	// +listType=atomic
+	Filters []TestFilter `json:"filters,omitempty"`
+}
+
+// TestFilter names a test hook to run or to skip.
+type TestFilter struct {
+	// Name of the test hook.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Exclude skips the test instead.
+	// +optional
+	Exclude bool `json:"exclude,omitempty"`
 }
 
 // Rollback configures `helm rollback`.

@@ -20,6 +20,14 @@ import (
 // forced ownership takes the drifted fields back.
 const driftFieldOwner = "kraan-operator"
 
+// An object of a release annotated DriftDetectionAnnotation:
+// DriftDetectionDisabled (on the cluster's object or in the chart) is left
+// out of drift detection, as in Flux.
+const (
+	DriftDetectionAnnotation = "helm.toolkit.fluxcd.io/driftDetection"
+	DriftDetectionDisabled   = "disabled"
+)
+
 // DriftedObject is one object of a release that differs from its manifest.
 type DriftedObject struct {
 	// ID is "<Kind>/<namespace>/<name>".
@@ -67,7 +75,8 @@ func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *Revision, s
 		return DriftReport{}, err
 	}
 	diffs, err := jsondiff.UnstructuredList(ctx, c, objs, jsondiff.FieldOwner(driftFieldOwner),
-		jsondiff.IgnoreRules(ignoreRules(spec.DriftDetection)), jsondiff.MaskSecrets(true), jsondiff.Graceful(true))
+		jsondiff.IgnoreRules(ignoreRules(spec.DriftDetection)), jsondiff.MaskSecrets(true), jsondiff.Graceful(true),
+		jsondiff.ExclusionSelector{DriftDetectionAnnotation: DriftDetectionDisabled})
 	if err != nil {
 		return DriftReport{}, fmt.Errorf("comparing release %s with the cluster: %w", rel.Name, err)
 	}
@@ -117,7 +126,8 @@ func ignoreRules(dd *kraanv1.DriftDetection) []jsondiff.IgnoreRule {
 	for _, r := range dd.Ignore {
 		rule := jsondiff.IgnoreRule{Paths: r.Paths}
 		if t := r.Target; t != nil {
-			rule.Selector = &jsondiff.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace}
+			rule.Selector = &jsondiff.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
+				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
 		}
 		rules = append(rules, rule)
 	}

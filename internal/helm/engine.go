@@ -64,6 +64,11 @@ type Target struct {
 	// Impersonate, when set, is the user every API request is made as, e.g.
 	// system:serviceaccount:<ns>:<name>.
 	Impersonate string
+	// FreshClients gives each action its own discovery client and REST
+	// mapper instead of the engine's shared ones (spec.persistentClient
+	// false): kinds created during an action outside Helm's CRD handling
+	// then resolve in the next action.
+	FreshClients bool
 }
 
 // configFor returns a Helm action configuration for target. Releases are
@@ -79,6 +84,14 @@ func (e *Engine) configFor(target Target, debug action.DebugLog) (*action.Config
 		namespace: target.Namespace,
 		discovery: e.discovery,
 		mapper:    e.mapper,
+	}
+	if target.FreshClients {
+		dc, err := discovery.NewDiscoveryClientForConfig(e.config)
+		if err != nil {
+			return nil, fmt.Errorf("creating the discovery client: %w", err)
+		}
+		getter.discovery = memory.NewMemCacheClient(dc)
+		getter.mapper = restmapper.NewDeferredDiscoveryRESTMapper(getter.discovery)
 	}
 	cfg := &action.Configuration{}
 	if err := cfg.Init(getter, target.StorageNamespace, "secret", debug); err != nil {

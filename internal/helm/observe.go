@@ -21,6 +21,9 @@ const (
 	ChartDigestLabel = "kraan.io/chart-digest"
 	// ValuesDigestLabel holds a prefix of the values' digest.
 	ValuesDigestLabel = "kraan.io/values-digest"
+	// PostRenderersDigestLabel holds a prefix of PostRenderersDigest, when
+	// the release has post-renderers or common metadata.
+	PostRenderersDigestLabel = "kraan.io/post-renderers-digest"
 	// InterruptedLabel marks a revision the engine unlocked: an operation
 	// (install, upgrade, rollback) left it pending when it was interrupted,
 	// e.g. the operator was killed. Its value is the status it was left in.
@@ -36,6 +39,8 @@ type Desired struct {
 	// ChartDigest identifies the chart's content, e.g. "sha256:…".
 	ChartDigest string
 	Values      map[string]any
+	// PostRenderersDigest is PostRenderersDigest of the spec ("" for none).
+	PostRenderersDigest string
 }
 
 // ValuesDigest is the digest of values, stable across map orderings.
@@ -50,10 +55,14 @@ func ValuesDigest(values map[string]any) string {
 
 // labels are the storage labels recording d.
 func (d Desired) labels() map[string]string {
-	return map[string]string{
+	labels := map[string]string{
 		ChartDigestLabel:  labelDigest(d.ChartDigest),
 		ValuesDigestLabel: labelDigest(ValuesDigest(d.Values)),
 	}
+	if d.PostRenderersDigest != "" {
+		labels[PostRenderersDigestLabel] = labelDigest(d.PostRenderersDigest)
+	}
+	return labels
 }
 
 // Matches says whether rel was made from d's chart and values.
@@ -65,7 +74,8 @@ func (d Desired) Matches(rel *release.Release) bool {
 	if rel.Chart.Metadata.Name != meta.Name || rel.Chart.Metadata.Version != meta.Version {
 		return false
 	}
-	if rel.Labels[ChartDigestLabel] != labelDigest(d.ChartDigest) {
+	if rel.Labels[ChartDigestLabel] != labelDigest(d.ChartDigest) ||
+		rel.Labels[PostRenderersDigestLabel] != labelDigest(d.PostRenderersDigest) {
 		return false
 	}
 	// Config is what was passed at install or upgrade; compare its digest rather

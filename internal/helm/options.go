@@ -33,6 +33,9 @@ func PolicyOf(spec *kraanv1.HelmReleaseSpec) Policy {
 	if spec.Test != nil {
 		p.TestEnable = spec.Test.Enable
 		p.IgnoreTestFailures = spec.Test.IgnoreFailures
+		if filters := spec.Test.Filters; len(filters) > 0 {
+			p.TestSelected = func(name string) bool { return testSelected(filters, name) }
+		}
 	}
 	if spec.Install != nil && spec.Install.Remediation != nil {
 		r := spec.Install.Remediation
@@ -50,7 +53,29 @@ func PolicyOf(spec *kraanv1.HelmReleaseSpec) Policy {
 		p.UpgradeStrategyUninstall = r.Strategy == kraanv1.UninstallRemediation
 		p.IgnoreTestFailures = p.IgnoreTestFailures || (r.IgnoreTestFailures != nil && *r.IgnoreTestFailures)
 	}
+	if spec.Install != nil {
+		p.InstallRetryInterval = retryIntervalOf(spec.Install.Strategy)
+	}
+	if spec.Upgrade != nil {
+		p.UpgradeRetryInterval = retryIntervalOf(spec.Upgrade.Strategy)
+	}
 	return p
+}
+
+// defaultRetryInterval of the RetryOnFailure strategy, as in Flux.
+const defaultRetryInterval = 5 * time.Minute
+
+// retryIntervalOf is the RetryOnFailure interval, or zero under
+// RemediateOnFailure (the default).
+func retryIntervalOf(s *kraanv1.ActionStrategy) time.Duration {
+	switch {
+	case s == nil || s.Name != kraanv1.StrategyRetryOnFailure:
+		return 0
+	case s.RetryInterval == nil || s.RetryInterval.Duration <= 0:
+		return defaultRetryInterval
+	default:
+		return s.RetryInterval.Duration
+	}
 }
 
 func newInstall(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSpec, labels map[string]string) *action.Install {
@@ -68,9 +93,28 @@ func newInstall(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSp
 	a.DisableOpenAPIValidation = opts.DisableOpenAPIValidation
 	a.Replace = opts.Replace
 	a.CreateNamespace = opts.CreateNamespace
-	a.SkipCRDs = opts.CRDs == kraanv1.CRDsSkip
+	// Helm's install only creates CRDs that do not exist; CreateReplace is
+	// the engine's (applyCRDs, before the install).
+	a.SkipCRDs = InstallCRDsPolicy(spec) != kraanv1.CRDsCreate
+	a.SkipSchemaValidation = opts.DisableSchemaValidation
+	a.TakeOwnership = !opts.DisableTakeOwnership
 	a.Labels = labels
 	return a
+}
+
+// InstallCRDsPolicy is spec.install.crds; unset, it is Skip when the older
+// spec.install.skipCRDs is set and Create otherwise, as in Flux.
+func InstallCRDsPolicy(spec *kraanv1.HelmReleaseSpec) string {
+	switch {
+	case spec.Install == nil:
+		return kraanv1.CRDsCreate
+	case spec.Install.CRDs != "":
+		return spec.Install.CRDs
+	case spec.Install.SkipCRDs:
+		return kraanv1.CRDsSkip
+	default:
+		return kraanv1.CRDsCreate
+	}
 }
 
 func newUpgrade(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSpec, labels map[string]string) *action.Upgrade {
@@ -92,12 +136,17 @@ func newUpgrade(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSp
 	a.ResetValues = !opts.PreserveValues
 	a.ReuseValues = opts.PreserveValues
 	a.SkipCRDs = true // crds/ is applied by the engine per the upgrade CRDs policy
+	a.SkipSchemaValidation = opts.DisableSchemaValidation
+	a.TakeOwnership = !opts.DisableTakeOwnership
 	a.MaxHistory = maxHistory(spec)
 	// Helm copies the previous revision's labels into the new one unless a
 	// label's value is "null": an upgrade of an interrupted revision is not
 	// interrupted itself.
 	a.Labels = maps.Clone(labels)
 	a.Labels[InterruptedLabel] = "null"
+	if _, set := a.Labels[PostRenderersDigestLabel]; !set {
+		a.Labels[PostRenderersDigestLabel] = "null" // post-renderers were removed
+	}
 	return a
 }
 
@@ -139,13 +188,44 @@ func newUninstall(cfg *action.Configuration, spec *kraanv1.HelmReleaseSpec) *act
 
 func newTest(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSpec) *action.ReleaseTesting {
 	var actionTimeout *metav1.Duration
+	a := action.NewReleaseTesting(cfg)
 	if spec.Test != nil {
 		actionTimeout = spec.Test.Timeout
+		for _, f := range spec.Test.Filters {
+			key := action.IncludeNameFilter
+			if f.Exclude {
+				key = action.ExcludeNameFilter
+			}
+			a.Filters[key] = append(a.Filters[key], f.Name)
+		}
 	}
-	a := action.NewReleaseTesting(cfg)
 	a.Namespace = t.Namespace
 	a.Timeout = timeoutOf(spec, actionTimeout)
 	return a
+}
+
+// testSelected is Helm's reading of test filters: excluded names never run;
+// when some names are included, only those run.
+func testSelected(filters []kraanv1.TestFilter, name string) bool {
+	included := false
+	for _, f := range filters {
+		if f.Name == name && f.Exclude {
+			return false
+		}
+		if f.Name == name && !f.Exclude {
+			return true
+		}
+		included = included || !f.Exclude
+	}
+	return !included
+}
+
+// SchemaValidated says whether values are checked against the chart's
+// values.schema.json before the next action: not when install or upgrade
+// turns the check off (Helm still checks per action, with its own flag).
+func SchemaValidated(spec *kraanv1.HelmReleaseSpec) bool {
+	return (spec.Install == nil || !spec.Install.DisableSchemaValidation) &&
+		(spec.Upgrade == nil || !spec.Upgrade.DisableSchemaValidation)
 }
 
 func maxHistory(spec *kraanv1.HelmReleaseSpec) int {

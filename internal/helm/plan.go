@@ -1,6 +1,8 @@
 package helm
 
 import (
+	"time"
+
 	"helm.sh/helm/v3/pkg/release"
 )
 
@@ -50,6 +52,51 @@ type Policy struct {
 	UpgradeRetries           int
 	UpgradeRemediateLast     bool
 	UpgradeStrategyUninstall bool
+	// InstallRetryInterval and UpgradeRetryInterval are set under the
+	// RetryOnFailure strategy: a failed action is tried again after the
+	// interval, without remediation and without limit.
+	InstallRetryInterval time.Duration
+	UpgradeRetryInterval time.Duration
+	// TestSelected says whether spec.test.filters select a test hook by
+	// name; nil selects all. An unselected hook never runs, so it must not
+	// count as a test still to run.
+	TestSelected func(name string) bool
+}
+
+// selected reports whether the policy runs test hook h.
+func (p Policy) selected(h *release.Hook) bool {
+	return isTestHook(h) && (p.TestSelected == nil || p.TestSelected(h.Name))
+}
+
+// hasTests and testsRan are HasTests and TestsRan over the selected hooks.
+func (p Policy) hasTests(rel *release.Release) bool {
+	for _, h := range rel.Hooks {
+		if p.selected(h) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p Policy) testsRan(rel *release.Release) bool {
+	for _, h := range rel.Hooks {
+		if p.selected(h) && !h.LastRun.StartedAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// retryInterval is the RetryOnFailure interval that applies to obs: the
+// install strategy's until a revision was deployed, then the upgrade's.
+func (p Policy) retryInterval(obs Observation) time.Duration {
+	if obs.PreviousDeployed == nil && (obs.Latest == nil || obs.Latest.Info == nil || obs.Latest.Info.Status != release.StatusDeployed) {
+		return p.InstallRetryInterval
+	}
+	if obs.PreviousDeployed == nil && obs.Latest != nil && TestsFailed(obs.Latest) {
+		return p.InstallRetryInterval // its first deployment's tests failed
+	}
+	return p.UpgradeRetryInterval
 }
 
 // Failures are the consecutive failed attempts at the desired state, counted by
@@ -81,15 +128,15 @@ func Plan(obs Observation, matches func(*release.Release) bool, policy Policy, f
 
 func planDeployed(obs Observation, matches bool, policy Policy, failures Failures) Action {
 	if !matches {
-		if exhausted(policy.UpgradeRetries, failures.Upgrade) {
+		if policy.UpgradeRetryInterval == 0 && exhausted(policy.UpgradeRetries, failures.Upgrade) {
 			return ActionStalled
 		}
 		return ActionUpgrade
 	}
-	if !policy.TestEnable || !HasTests(obs.Latest) {
+	if !policy.TestEnable || !policy.hasTests(obs.Latest) {
 		return ActionNone
 	}
-	if !TestsRan(obs.Latest) {
+	if !policy.testsRan(obs.Latest) {
 		return ActionTest
 	}
 	if !TestsFailed(obs.Latest) || policy.IgnoreTestFailures {
@@ -118,6 +165,41 @@ func planFailed(obs Observation, matches bool, policy Policy, failures Failures)
 	return remediate(obs, policy, failures)
 }
 
+// RetryLater is Run's error when a failed install or upgrade is to be tried
+// again after the RetryOnFailure interval instead of remediated.
+type RetryLater struct {
+	// After is how long until the next attempt.
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryLater) Error() string { return e.Err.Error() }
+func (e *RetryLater) Unwrap() error { return e.Err }
+
+// retryWait is how long RetryOnFailure waits before trying the desired state
+// again, when the newest revision is a failed attempt at it (the action or
+// its tests failed); zero when there is nothing to wait for.
+func retryWait(obs Observation, matches func(*release.Release) bool, policy Policy, now time.Time) time.Duration {
+	latest := obs.Latest
+	interval := policy.retryInterval(obs)
+	if interval == 0 || latest == nil || latest.Info == nil || !matches(latest) {
+		return 0
+	}
+	failedAt := latest.Info.LastDeployed.Time
+	switch {
+	case latest.Info.Status == release.StatusFailed && !Interrupted(latest):
+	case latest.Info.Status == release.StatusDeployed && TestsFailed(latest) && !policy.IgnoreTestFailures:
+		for _, h := range latest.Hooks {
+			if isTestHook(h) && h.LastRun.CompletedAt.Time.After(failedAt) {
+				failedAt = h.LastRun.CompletedAt.Time
+			}
+		}
+	default:
+		return 0
+	}
+	return max(0, interval-now.Sub(failedAt))
+}
+
 // Interrupted says whether rel was left pending by an interrupted operation
 // and then unlocked by the engine, rather than failed by Helm.
 func Interrupted(rel *release.Release) bool {
@@ -127,6 +209,11 @@ func Interrupted(rel *release.Release) bool {
 // remediate undoes a failed release when retries remain, or once more after
 // the last retry when remediateLastFailure asks for it.
 func remediate(obs Observation, policy Policy, failures Failures) Action {
+	if policy.retryInterval(obs) > 0 {
+		// RetryOnFailure: no remediation, the desired state is tried again
+		// (Helm upgrades a release whose newest revision failed).
+		return ActionUpgrade
+	}
 	if obs.PreviousDeployed == nil {
 		// A failed install: Helm cannot upgrade a release that never deployed.
 		if exhausted(policy.InstallRetries, failures.Install) && !policy.InstallRemediateLast {
@@ -144,7 +231,7 @@ func remediate(obs Observation, policy Policy, failures Failures) Action {
 }
 
 func installOrStall(policy Policy, failures Failures) Action {
-	if exhausted(policy.InstallRetries, failures.Install) {
+	if policy.InstallRetryInterval == 0 && exhausted(policy.InstallRetries, failures.Install) {
 		return ActionStalled
 	}
 	return ActionInstall

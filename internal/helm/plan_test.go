@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/release"
 	helmtime "helm.sh/helm/v3/pkg/time"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
 func rel(version int, status release.Status, hooks ...*release.Hook) *release.Release {
@@ -27,8 +29,26 @@ func testHook(phase release.HookPhase) *release.Hook {
 	return h
 }
 
+func namedTestHook(name string, phase release.HookPhase) *release.Hook {
+	h := testHook(phase)
+	h.Name = name
+	return h
+}
+
+func TestTestSelected(t *testing.T) {
+	g := NewWithT(t)
+	exclude := []kraanv1.TestFilter{{Name: "slow", Exclude: true}}
+	g.Expect(testSelected(exclude, "slow")).To(BeFalse())
+	g.Expect(testSelected(exclude, "smoke")).To(BeTrue())
+	include := []kraanv1.TestFilter{{Name: "smoke"}, {Name: "slow", Exclude: true}}
+	g.Expect(testSelected(include, "smoke")).To(BeTrue())
+	g.Expect(testSelected(include, "other")).To(BeFalse())
+}
+
 func TestPlan(t *testing.T) {
 	upgradeRetries := Policy{UpgradeRetries: 2, UpgradeRemediateLast: true}
+	retryInstall := Policy{InstallRetryInterval: time.Minute}
+	retryUpgrade := Policy{UpgradeRetryInterval: time.Minute}
 	cases := []struct {
 		name     string
 		obs      Observation
@@ -66,11 +86,49 @@ func TestPlan(t *testing.T) {
 		{"interrupted install after exhausted install retries is remediated", Observation{Latest: interrupted(rel(1, release.StatusFailed), release.StatusPendingInstall)}, true, Policy{InstallRetries: 1}, Failures{Install: 2}, ActionStalled},
 		{"interrupted install after exhausted retries with remediateLastFailure is uninstalled", Observation{Latest: interrupted(rel(1, release.StatusFailed), release.StatusPendingInstall)}, true, Policy{InstallRetries: 1, InstallRemediateLast: true}, Failures{Install: 2}, ActionUninstall},
 		{"uninstalled with history reinstalls", Observation{Latest: rel(3, release.StatusUninstalled)}, false, Policy{}, Failures{}, ActionInstall},
+		{"excluded tests do not count as not run", Observation{Latest: rel(1, release.StatusDeployed, namedTestHook("smoke", ""))}, true, Policy{TestEnable: true, TestSelected: func(n string) bool { return n != "smoke" }}, Failures{}, ActionNone},
+		{"selected tests not run run", Observation{Latest: rel(1, release.StatusDeployed, namedTestHook("smoke", ""), namedTestHook("load", ""))}, true, Policy{TestEnable: true, TestSelected: func(n string) bool { return n != "smoke" }}, Failures{}, ActionTest},
+		// RetryOnFailure: no remediation and no limit.
+		{"retry: failed install is upgraded in place, not uninstalled", Observation{Latest: rel(1, release.StatusFailed)}, true, retryInstall, Failures{Install: 9}, ActionUpgrade},
+		{"retry: failed upgrade is upgraded again, not rolled back", Observation{Latest: rel(2, release.StatusFailed), PreviousDeployed: rel(1, release.StatusSuperseded)}, true, retryUpgrade, Failures{Upgrade: 9}, ActionUpgrade},
+		{"retry: install strategy does not cover upgrades", Observation{Latest: rel(2, release.StatusFailed), PreviousDeployed: rel(1, release.StatusSuperseded)}, true, retryInstall, Failures{Upgrade: 1}, ActionStalled},
+		{"retry: out of sync never stalls", Observation{Latest: rel(3, release.StatusDeployed)}, false, retryUpgrade, Failures{Upgrade: 9}, ActionUpgrade},
+		{"retry: failed test after upgrade upgrades again", Observation{Latest: rel(2, release.StatusDeployed, testHook(release.HookPhaseFailed)), PreviousDeployed: rel(1, release.StatusSuperseded)}, true, Policy{TestEnable: true, UpgradeRetryInterval: time.Minute}, Failures{Upgrade: 1}, ActionUpgrade},
+		{"retry: absent installs after any failures", Observation{}, false, retryInstall, Failures{Install: 9}, ActionInstall},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Plan(tc.obs, func(*release.Release) bool { return tc.matches }, tc.policy, tc.failures)
 			NewWithT(t).Expect(got).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestRetryWait(t *testing.T) {
+	now := time.Now()
+	failedAt := func(r *release.Release, at time.Time) *release.Release {
+		r.Info.LastDeployed = helmtime.Time{Time: at}
+		return r
+	}
+	retry := Policy{InstallRetryInterval: 5 * time.Minute, UpgradeRetryInterval: time.Minute}
+	for _, tt := range []struct {
+		name    string
+		obs     Observation
+		matches bool
+		policy  Policy
+		want    time.Duration
+	}{
+		{"failed install waits the install interval", Observation{Latest: failedAt(rel(1, release.StatusFailed), now.Add(-time.Minute))}, true, retry, 4 * time.Minute},
+		{"failed upgrade waits the upgrade interval", Observation{Latest: failedAt(rel(2, release.StatusFailed), now.Add(-20*time.Second)), PreviousDeployed: rel(1, release.StatusSuperseded)}, true, retry, 40 * time.Second},
+		{"interval passed: no wait", Observation{Latest: failedAt(rel(2, release.StatusFailed), now.Add(-time.Hour)), PreviousDeployed: rel(1, release.StatusSuperseded)}, true, retry, 0},
+		{"a spec change goes at once", Observation{Latest: failedAt(rel(2, release.StatusFailed), now), PreviousDeployed: rel(1, release.StatusSuperseded)}, false, retry, 0},
+		{"an interrupted operation goes at once", Observation{Latest: interrupted(failedAt(rel(2, release.StatusFailed), now), release.StatusPendingUpgrade), PreviousDeployed: rel(1, release.StatusSuperseded)}, true, retry, 0},
+		{"RemediateOnFailure never waits", Observation{Latest: failedAt(rel(1, release.StatusFailed), now)}, true, Policy{}, 0},
+		{"deployed without failed tests: no wait", Observation{Latest: failedAt(rel(1, release.StatusDeployed), now)}, true, retry, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := retryWait(tt.obs, func(*release.Release) bool { return tt.matches }, tt.policy, now)
+			NewWithT(t).Expect(got).To(Equal(tt.want))
 		})
 	}
 }

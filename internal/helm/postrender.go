@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 )
 
 // OwnerRefPostRenderer gives every rendered object that can have one a
@@ -27,37 +25,13 @@ type OwnerRefPostRenderer struct {
 
 // Run adds the owner reference to the manifests Helm rendered.
 func (p *OwnerRefPostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
-	out := &bytes.Buffer{}
-	manifests := releaseutil.SplitManifests(rendered.String())
-	for _, key := range sortedKeys(manifests) {
-		doc, err := p.render(manifests[key])
-		if err != nil {
-			return nil, err
+	return eachObject(rendered, func(obj *unstructured.Unstructured) error {
+		owned, err := p.canOwn(obj)
+		if owned {
+			obj.SetOwnerReferences(append(obj.GetOwnerReferences(), p.Owner))
 		}
-		out.WriteString("---\n")
-		out.Write(doc)
-	}
-	return out, nil
-}
-
-// render adds the owner reference to one document when it can be owned.
-func (p *OwnerRefPostRenderer) render(doc string) ([]byte, error) {
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-		return nil, fmt.Errorf("post-rendering: %w", err)
-	}
-	if len(obj.Object) == 0 {
-		return nil, nil
-	}
-	owned, err := p.canOwn(obj)
-	if err != nil {
-		return nil, err
-	}
-	if owned {
-		refs := obj.GetOwnerReferences()
-		obj.SetOwnerReferences(append(refs, p.Owner))
-	}
-	return yaml.Marshal(obj.Object)
+		return err
+	})
 }
 
 // canOwn reports whether obj lives in the owner's namespace. An object

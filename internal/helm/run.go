@@ -82,6 +82,10 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		if res.Next == ActionNone || res.Next == ActionStalled {
 			return res, nil
 		}
+		if wait := retryWait(obs, req.Desired.Matches, policy, time.Now()); wait > 0 {
+			return res, &RetryLater{After: wait, Err: fmt.Errorf("%s of release %s/%s is retried in %s (strategy RetryOnFailure): %s",
+				res.Next, req.Target.StorageNamespace, req.Target.ReleaseName, wait.Round(time.Second), failureOf(obs.Latest))}
+		}
 		if req.BeforeAction != nil {
 			req.BeforeAction(ctx, res.Next)
 		}
@@ -103,6 +107,10 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 			res.Latest = after.Latest
 			return res, step.Err
 		}
+		if wait := retryWait(after, req.Desired.Matches, policy, time.Now()); wait > 0 {
+			res.Latest = after.Latest
+			return res, &RetryLater{After: wait, Err: step.Err}
+		}
 	}
 	return res, nil
 }
@@ -116,11 +124,13 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	switch next {
 	case ActionInstall:
 		install := newInstall(cfg, req.Target, req.Spec, labels)
-		install.PostRenderer = req.PostRenderer
-		_, err = install.RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
+		install.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
+		if err = e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err == nil {
+			_, err = install.RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
+		}
 	case ActionUpgrade:
 		upgrade := newUpgrade(cfg, req.Target, req.Spec, labels)
-		upgrade.PostRenderer = req.PostRenderer
+		upgrade.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
 		if err = e.applyCRDs(ctx, req.Target, req.Desired.Chart, upgradeCRDsPolicy(req.Spec)); err == nil {
 			_, err = upgrade.RunWithContext(ctx, req.Target.ReleaseName, req.Desired.Chart, req.Desired.Values)
 		}
@@ -139,6 +149,14 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 		err = fmt.Errorf("%s of release %s/%s failed: %w", next, req.Target.StorageNamespace, req.Target.ReleaseName, err)
 	}
 	return Step{Action: next, Err: err, Duration: time.Since(start), Detail: detail}
+}
+
+// failureOf says why rel failed, from its description or its tests.
+func failureOf(rel *release.Release) string {
+	if rel.Info.Status == release.StatusFailed {
+		return rel.Info.Description
+	}
+	return "a test hook failed"
 }
 
 // runTests runs the test hooks; a failed test is recorded in storage by Helm

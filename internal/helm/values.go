@@ -49,7 +49,7 @@ func ComposeValues(sources []ValuesSource, inline *apiextensionsv1.JSON) (map[st
 			return nil, &ValuesError{Ref: src.Ref, Err: fmt.Errorf("key not found")}
 		}
 		if src.Ref.TargetPath != "" {
-			if err := setAtPath(result, src.Ref.TargetPath, string(data)); err != nil {
+			if err := setAtPath(result, src.Ref.TargetPath, string(data), src.Ref.Literal); err != nil {
 				return nil, &ValuesError{Ref: src.Ref, Err: err}
 			}
 			continue
@@ -82,12 +82,17 @@ const targetPathPlaceholder = "kraanTargetPathValue0x7f3c9e51"
 // password at its commas, lets `,key=value` inside a Secret set other keys,
 // and replaces bytes that are not UTF-8. Only the path is parsed, with a
 // placeholder for the value, so an error never quotes the value, which may
-// be a secret.
-func setAtPath(values map[string]any, path, value string) error {
+// be a secret. literal (valuesFrom[].literal, Helm's --set-literal) sets the
+// value as a string, quotes and all.
+func setAtPath(values map[string]any, path, value string, literal bool) error {
 	if err := strvals.ParseIntoString(path+"="+targetPathPlaceholder, values); err != nil {
 		return fmt.Errorf("invalid targetPath %q: %w", path, err)
 	}
-	replacePlaceholder(values, targetPathValue(value))
+	if literal {
+		replacePlaceholder(values, value)
+	} else {
+		replacePlaceholder(values, targetPathValue(value))
+	}
 	return nil
 }
 

@@ -114,3 +114,18 @@ func TestComposeValues_MalformedTargetPath(t *testing.T) {
 		})
 	}
 }
+
+// TestComposeValues_LiteralKeepsAString: with literal, a value that would be
+// typed (true, 42, null) or unquoted ('x') stays the exact string.
+func TestComposeValues_LiteralKeepsAString(t *testing.T) {
+	for _, value := range []string{"true", "42", "null", "'quoted'", `"double"`, "a,b=c"} {
+		t.Run(value, func(t *testing.T) {
+			g := NewWithT(t)
+			src := ValuesSource{Ref: kraanv1.ValuesReference{Kind: "Secret", Name: "s", ValuesKey: "v", TargetPath: "a.b", Literal: true},
+				Data: map[string][]byte{"v": []byte(value)}}
+			values, err := ComposeValues([]ValuesSource{src}, nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(values).To(Equal(map[string]any{"a": map[string]any{"b": value}}))
+		})
+	}
+}

@@ -32,18 +32,26 @@ func newFieldTree(t reflect.Type) *fieldTree {
 	}
 	tree := &fieldTree{children: map[string]*fieldTree{}}
 	for _, f := range reflect.VisibleFields(t) {
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch {
-		case name == "-" || !f.IsExported():
-			continue
-		case f.Anonymous && (name == "" || strings.Contains(opts, "inline")):
-			continue // its fields are visible fields of t already
-		case name == "":
-			name = f.Name
+		if name, ok := jsonName(f); ok {
+			tree.children[name] = newFieldTree(f.Type)
 		}
-		tree.children[name] = newFieldTree(f.Type)
 	}
 	return tree
+}
+
+// jsonName is a struct field's JSON name; false for fields that are not
+// encoded, or whose fields are encoded inline (VisibleFields lists those).
+func jsonName(f reflect.StructField) (string, bool) {
+	name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	switch {
+	case name == "-" || !f.IsExported():
+		return "", false
+	case f.Anonymous && (name == "" || strings.Contains(opts, "inline")):
+		return "", false
+	case name == "":
+		return f.Name, true
+	}
+	return name, true
 }
 
 // prune returns a copy of v without the fields the tree does not have, and

@@ -3,7 +3,6 @@ package manifest
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -27,19 +26,6 @@ const (
 // accepts: the ones Kraan decoded.
 var FluxHelmReleaseVersions = []string{"v2", "v2beta2", "v2beta1"}
 
-// helmReleaseSpecFields are the spec fields our HelmRelease supports.
-var helmReleaseSpecFields = newFieldTree(reflect.TypeFor[kraanv1.HelmReleaseSpec]())
-
-// refusedFields are Flux fields whose loss would do harm rather than merely
-// change behaviour, so a HelmRelease using them is not converted at all.
-var refusedFields = []struct {
-	path   []string
-	reason string
-}{
-	{[]string{"kubeConfig"}, "the release would be installed in this cluster instead of the remote one"},
-	{[]string{"chart", specField, "verify"}, "the chart would be installed without verifying its signature"},
-}
-
 // IsFluxHelmRelease reports whether obj is a helm.toolkit.fluxcd.io HelmRelease,
 // of any version.
 func IsFluxHelmRelease(obj *unstructured.Unstructured) bool {
@@ -49,37 +35,39 @@ func IsFluxHelmRelease(obj *unstructured.Unstructured) bool {
 
 // ConvertHelmRelease converts a Flux HelmRelease (v2, v2beta2 or v2beta1) into
 // a kraan.io/v1alpha1 HelmRelease with the same name, namespace, labels and
-// annotations. Fields our HelmRelease has are carried, after smoothing over the
-// differences between Flux versions; the others are dropped and each one is
-// reported in a warning ("HelmRelease apps/podinfo: field spec.postRenderers is
-// not supported and was ignored"). Status is dropped silently.
+// annotations. Fields are carried, after smoothing over the differences
+// between Flux versions; status is dropped.
 //
-// It fails for another apiVersion, for a field in refusedFields, for a chartRef
-// to anything but an OCIRepository, and for a spec our type cannot hold (a
-// string where a number belongs): applying such an object could only fail later
-// with a less clear message.
-func ConvertHelmRelease(obj *unstructured.Unstructured) (*unstructured.Unstructured, []string, error) {
+// Nothing else is dropped: a field in RefusedFields, a field our HelmRelease
+// does not have (a newer Flux's, or a typo), a chartRef to anything but an
+// OCIRepository, or a spec our type cannot hold (a string where a number
+// belongs) fails the conversion with a message naming every such field.
+// Deploying without them would deploy something other than what Flux deploys.
+func ConvertHelmRelease(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	name := describe(obj)
 	if err := checkConvertible(obj); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	spec, _, err := unstructured.NestedMap(obj.Object, specField)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if refused := refusedIn(spec); len(refused) > 0 {
+		return nil, fmt.Errorf("%s: %s; remove it or keep this release with Flux's helm-controller", name, strings.Join(refused, "; "))
 	}
 	if err := normalizeSpec(spec); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	var dropped []string
-	converted, _ := helmReleaseSpecFields.prune(spec, specField, &dropped).(map[string]any)
-	if err := decodeStrict(converted, &kraanv1.HelmReleaseSpec{}); err != nil {
-		return nil, nil, fmt.Errorf("%s: spec cannot be converted: %w", name, err)
+	var unknown []string
+	helmReleaseSpecFields.prune(spec, specField, &unknown)
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("%s: field %s is not supported (%s): kraan-operator implements the fields of Flux helm-controller v1.4; remove it or keep this release with Flux's helm-controller",
+			name, strings.Join(unknown, ", "), UnsupportedField)
 	}
-	warnings := make([]string, 0, len(dropped))
-	for _, path := range dropped {
-		warnings = append(warnings, fmt.Sprintf("%s: field %s is not supported and was ignored", name, path))
+	if err := decodeStrict(spec, &kraanv1.HelmReleaseSpec{}); err != nil {
+		return nil, fmt.Errorf("%s: spec cannot be converted: %w", name, err)
 	}
-	return newKraanHelmRelease(obj, converted), warnings, nil
+	return newKraanHelmRelease(obj, spec), nil
 }
 
 func checkConvertible(obj *unstructured.Unstructured) error {
@@ -92,12 +80,6 @@ func checkConvertible(obj *unstructured.Unstructured) error {
 	}
 	if _, ok := obj.Object[specField].(map[string]any); !ok {
 		return errors.New("spec is missing or not a mapping")
-	}
-	for _, f := range refusedFields {
-		if _, found, _ := unstructured.NestedFieldNoCopy(obj.Object, append([]string{specField}, f.path...)...); found {
-			return fmt.Errorf("field spec.%s is not supported: %s; remove it or keep this release with Flux's helm-controller",
-				strings.Join(f.path, "."), f.reason)
-		}
 	}
 	return nil
 }

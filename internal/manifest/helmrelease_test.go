@@ -27,10 +27,9 @@ func specOf(t *testing.T, doc string) map[string]any {
 
 func TestConvertHelmRelease_versions(t *testing.T) {
 	tests := []struct {
-		name         string
-		file         string
-		wantSpec     string
-		wantWarnings []string
+		name     string
+		file     string
+		wantSpec string
 	}{
 		{
 			name: "v2",
@@ -44,43 +43,41 @@ func TestConvertHelmRelease_versions(t *testing.T) {
       chart: podinfo
       version: "6.x"
       sourceRef: {kind: HelmRepository, name: podinfo, namespace: flux-system}
+      interval: 10m
+      reconcileStrategy: Revision
       valuesFiles: [values.yaml, values-prod.yaml]
+      ignoreMissingValuesFiles: true
   install:
     crds: CreateReplace
     createNamespace: true
+    strategy: {name: RetryOnFailure}
     remediation: {retries: -1}
   upgrade:
     cleanupOnFail: true
     remediation: {retries: 3, strategy: uninstall, remediateLastFailure: false}
-  test: {enable: true}
+  test:
+    enable: true
+    filters: [{name: smoke, exclude: true}]
   driftDetection:
     mode: enabled
     ignore:
       - paths: ["/spec/replicas"]
-        target: {kind: Deployment}
+        target: {kind: Deployment, labelSelector: app=podinfo}
   valuesFrom:
     - {kind: ConfigMap, name: podinfo-values, valuesKey: prod.yaml, targetPath: replicaCount, optional: true}
   values:
     replicaCount: 2
     postRenderers: values are the chart's, never pruned
+  postRenderers:
+    - kustomize:
+        images: [{name: podinfo, newTag: 6.5.1}]
+  commonMetadata:
+    labels: {team: a}
+  persistentClient: false
 `,
-			wantWarnings: []string{
-				"HelmRelease apps/podinfo: field spec.chart.spec.ignoreMissingValuesFiles is not supported and was ignored",
-				"HelmRelease apps/podinfo: field spec.chart.spec.interval is not supported and was ignored",
-				"HelmRelease apps/podinfo: field spec.chart.spec.reconcileStrategy is not supported and was ignored",
-				"HelmRelease apps/podinfo: field spec.commonMetadata is not supported and was ignored",
-				"HelmRelease apps/podinfo: field spec.driftDetection.ignore[0].target.labelSelector is not supported and was ignored",
-				"HelmRelease apps/podinfo: field spec.healthCheckExprs is not supported and was ignored",
-				"HelmRelease apps/podinfo: field spec.install.strategy is not supported and was ignored",
-				"HelmRelease apps/podinfo: field spec.persistentClient is not supported and was ignored",
-				"HelmRelease apps/podinfo: field spec.postRenderers is not supported and was ignored",
-				"HelmRelease apps/podinfo: field spec.test.filters is not supported and was ignored",
-				"HelmRelease apps/podinfo: field spec.upgrade.serverSideApply is not supported and was ignored",
-				"HelmRelease apps/podinfo: field spec.waitStrategy is not supported and was ignored",
-			},
 		},
 		{
-			name: "v2beta2: skipCRDs becomes crds Skip",
+			name: "v2beta2: skipCRDs is carried (the engine reads it as crds: Skip)",
 			file: "testdata/helmreleases/v2beta2.yaml",
 			wantSpec: `
   interval: 10m
@@ -92,7 +89,7 @@ func TestConvertHelmRelease_versions(t *testing.T) {
       chart: ./charts/redis
       sourceRef: {kind: GitRepository, name: charts}
   install:
-    crds: Skip
+    skipCRDs: true
     disableWait: true
     remediation: {retries: 2, ignoreTestFailures: true}
   upgrade:
@@ -101,11 +98,18 @@ func TestConvertHelmRelease_versions(t *testing.T) {
   uninstall: {keepHistory: true, deletionPropagation: foreground}
   test: {enable: true, ignoreFailures: true}
   driftDetection: {mode: warn}
+  postRenderers:
+    - kustomize:
+        patches:
+          - patch: |
+              - op: add
+                path: /metadata/labels/x
+                value: y
+            target: {kind: StatefulSet}
 `,
-			wantWarnings: []string{"HelmRelease data/redis: field spec.postRenderers is not supported and was ignored"},
 		},
 		{
-			name: "v2beta1: valuesFile first in valuesFiles, crds wins over skipCRDs",
+			name: "v2beta1: valuesFile first in valuesFiles, patchesStrategicMerge and patchesJson6902 become patches",
 			file: "testdata/helmreleases/v2beta1.yaml",
 			wantSpec: `
   interval: 1m
@@ -118,25 +122,37 @@ func TestConvertHelmRelease_versions(t *testing.T) {
       valuesFiles: [values-base.yaml, values-prod.yaml]
   install:
     crds: Create
+    skipCRDs: true
     remediation: {retries: 3}
   upgrade:
     remediation: {retries: 3, strategy: uninstall}
   valuesFrom:
     - {kind: Secret, name: nginx-values, valuesKey: values.yaml, targetPath: controller.config}
+  postRenderers:
+    - kustomize:
+        patches:
+          - patch: |
+              apiVersion: apps/v1
+              kind: Deployment
+              metadata:
+                name: nginx
+          - patch: |
+              - op: replace
+                path: /spec/replicas
+                value: 2
+            target: {kind: Deployment, name: nginx}
 `,
-			wantWarnings: []string{"HelmRelease ingress/nginx: field spec.postRenderers is not supported and was ignored"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, warnings, err := ConvertHelmRelease(readObject(t, tt.file))
+			got, err := ConvertHelmRelease(readObject(t, tt.file))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got.GetAPIVersion()).To(Equal("kraan.io/v1alpha1"))
 			g.Expect(got.GetKind()).To(Equal("HelmRelease"))
 			g.Expect(got.Object["spec"]).To(Equal(specOf(t, tt.wantSpec)))
 			g.Expect(got.Object).NotTo(HaveKey("status"))
-			g.Expect(warnings).To(Equal(tt.wantWarnings))
 		})
 	}
 }
@@ -146,7 +162,7 @@ func TestConvertHelmRelease_metadata(t *testing.T) {
 	in := readObject(t, "testdata/helmreleases/v2.yaml")
 	in.SetUID("abc")
 	in.SetFinalizers([]string{"finalizers.fluxcd.io"})
-	got, _, err := ConvertHelmRelease(in)
+	got, err := ConvertHelmRelease(in)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.Object["metadata"]).To(Equal(map[string]any{
 		"name": "podinfo", "namespace": "apps",
@@ -162,7 +178,7 @@ func TestConvertHelmRelease_leavesInputAlone(t *testing.T) {
 	g := NewWithT(t)
 	in := readObject(t, "testdata/helmreleases/v2beta1.yaml")
 	before := in.DeepCopy()
-	_, _, err := ConvertHelmRelease(in)
+	_, err := ConvertHelmRelease(in)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(in).To(Equal(before))
 }
@@ -180,9 +196,15 @@ func TestConvertHelmRelease_refused(t *testing.T) {
 		{name: "no spec", doc: "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: a}",
 			wantErr: "HelmRelease a: spec is missing or not a mapping"},
 		{name: "remote cluster", doc: hrWith("kubeConfig: {secretRef: {name: remote}}"),
-			wantErr: "HelmRelease team/a: field spec.kubeConfig is not supported: the release would be installed in this cluster instead of the remote one"},
+			wantErr: "HelmRelease team/a: field spec.kubeConfig is not supported (UnsupportedField): the release would be installed in this cluster instead of the remote one"},
 		{name: "signature verification", doc: hrWith("chart: {spec: {chart: c, sourceRef: {kind: HelmRepository, name: r}, verify: {provider: cosign}}}"),
-			wantErr: "field spec.chart.spec.verify is not supported: the chart would be installed without verifying its signature"},
+			wantErr: "field spec.chart.spec.verify is not supported (UnsupportedField): the chart would be installed without verifying its signature"},
+		{name: "CEL readiness of a dependency", doc: hrWith("chartRef: {kind: OCIRepository, name: c}\n  dependsOn: [{name: a}, {name: b, readyExpr: 'status.ready'}]"),
+			wantErr: "field spec.dependsOn[1].readyExpr is not supported (UnsupportedField): a dependency is ready when"},
+		{name: "newer Flux fields are refused, all named, not dropped", doc: hrWith("chartRef: {kind: OCIRepository, name: c}\n  waitStrategy: {name: poller}\n  upgrade: {serverSideApply: auto}"),
+			wantErr: "HelmRelease team/a: field spec.upgrade.serverSideApply, spec.waitStrategy is not supported (UnsupportedField)"},
+		{name: "a typo is refused, not dropped", doc: hrWith("chartRef: {kind: OCIRepository, name: c}\n  install: {remediaton: {retries: 3}}"),
+			wantErr: "field spec.install.remediaton is not supported (UnsupportedField)"},
 		{name: "chartRef to a HelmChart", doc: hrWith("chartRef: {kind: HelmChart, name: c}"),
 			wantErr: "HelmRelease team/a: spec.chartRef.kind HelmChart is not supported: only OCIRepository"},
 		{name: "wrong type", doc: hrWith("chartRef: {kind: OCIRepository, name: c}\n  maxHistory: lots"),
@@ -193,7 +215,7 @@ func TestConvertHelmRelease_refused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, _, err := ConvertHelmRelease(object(t, tt.doc))
+			_, err := ConvertHelmRelease(object(t, tt.doc))
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 		})
 	}
@@ -201,9 +223,8 @@ func TestConvertHelmRelease_refused(t *testing.T) {
 
 func TestConvertHelmRelease_chartRef(t *testing.T) {
 	g := NewWithT(t)
-	got, warnings, err := ConvertHelmRelease(object(t, hrWith("chartRef: {kind: OCIRepository, name: podinfo, namespace: flux-system}")))
+	got, err := ConvertHelmRelease(object(t, hrWith("chartRef: {kind: OCIRepository, name: podinfo, namespace: flux-system}")))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(warnings).To(BeEmpty())
 	g.Expect(got.Object["spec"]).To(Equal(specOf(t, "  interval: 5m\n  chartRef: {kind: OCIRepository, name: podinfo, namespace: flux-system}\n")))
 }
 
@@ -221,8 +242,9 @@ func TestNewFieldTree_followsOurAPI(t *testing.T) {
 		{path: []string{"interval"}, wantLeaf: true},                                   // metav1.Duration: opaque
 		{path: []string{"install"}},
 		{path: []string{"install", "ActionOptions"}, wantNone: true},
-		{path: []string{"postRenderers"}, wantNone: true},
-		{path: []string{"chart", "spec", "verify"}, wantNone: true},
+		{path: []string{"postRenderers", "kustomize", "patches", "target", "labelSelector"}, wantLeaf: true},
+		{path: []string{"chart", "spec", "verify"}, wantLeaf: true}, // refused at admission; opaque
+		{path: []string{"waitStrategy"}, wantNone: true},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.path, "."), func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
@@ -13,7 +14,7 @@ import (
 // equivalent in our HelmRelease, so that they are carried rather than dropped.
 func normalizeSpec(spec map[string]any) error {
 	for _, step := range []func(map[string]any) error{
-		moveValuesFile, skipCRDsToPolicy, clampRetries, checkChartRef,
+		moveValuesFile, clampRetries, checkChartRef, movePatches,
 	} {
 		if err := step(spec); err != nil {
 			return err
@@ -47,24 +48,6 @@ func moveValuesFile(spec map[string]any) error {
 	return unstructured.SetNestedMap(spec, chartSpec, "chart", "spec")
 }
 
-// skipCRDsToPolicy turns the deprecated install.skipCRDs into install.crds:
-// Skip, unless a crds policy is set, which Flux gave precedence.
-func skipCRDsToPolicy(spec map[string]any) error {
-	install, ok := spec["install"].(map[string]any)
-	if !ok {
-		return nil
-	}
-	skip, ok := install["skipCRDs"].(bool)
-	if !ok {
-		return nil
-	}
-	delete(install, "skipCRDs")
-	if _, set := install["crds"]; skip && !set {
-		install["crds"] = kraanv1.CRDsSkip
-	}
-	return nil
-}
-
 // clampRetries maps Flux's "any negative number retries forever" to our -1.
 func clampRetries(spec map[string]any) error {
 	for _, action := range []string{"install", "upgrade"} {
@@ -88,6 +71,56 @@ func checkChartRef(spec map[string]any) error {
 			"use spec.chart with a sourceRef instead", kind, kraanv1.OCIRepositoryKind)
 	}
 	return nil
+}
+
+// movePatches turns v2beta1's kustomize patchesStrategicMerge (objects) and
+// patchesJson6902 (target and operations) into patches, which Flux v2 reads
+// the same way: each becomes one inline patch document.
+func movePatches(spec map[string]any) error {
+	renderers, _ := spec["postRenderers"].([]any)
+	for i, r := range renderers {
+		k, ok, _ := unstructured.NestedMap(asMap(r), "kustomize")
+		if !ok {
+			continue
+		}
+		patches, _ := k["patches"].([]any)
+		for _, smp := range asSlice(k["patchesStrategicMerge"]) {
+			doc, err := yaml.Marshal(smp)
+			if err != nil {
+				return fmt.Errorf("spec.postRenderers[%d].kustomize.patchesStrategicMerge: %w", i, err)
+			}
+			patches = append(patches, map[string]any{"patch": string(doc)})
+		}
+		for _, j := range asSlice(k["patchesJson6902"]) {
+			p := asMap(j)
+			doc, err := yaml.Marshal(p["patch"])
+			if err != nil {
+				return fmt.Errorf("spec.postRenderers[%d].kustomize.patchesJson6902: %w", i, err)
+			}
+			patch := map[string]any{"patch": string(doc)}
+			if target, ok := p["target"]; ok {
+				patch["target"] = target
+			}
+			patches = append(patches, patch)
+		}
+		delete(k, "patchesStrategicMerge")
+		delete(k, "patchesJson6902")
+		if len(patches) > 0 {
+			k["patches"] = patches
+		}
+		asMap(r)["kustomize"] = k
+	}
+	return nil
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
 }
 
 func toAnySlice(s []string) []any {

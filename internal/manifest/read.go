@@ -28,8 +28,6 @@ type Result struct {
 	// Objects in a deterministic order: kustomize's output order, or file path
 	// then document order. Use SortForApply for the order to apply them in.
 	Objects []*unstructured.Unstructured
-	// Warnings for the user, e.g. Flux HelmRelease fields that were dropped.
-	Warnings []string
 	// Kustomized is true when the directory was built with kustomize.
 	Kustomized bool
 }
@@ -112,12 +110,11 @@ func finish(src []sourced, opts Options, kustomized bool) (*Result, error) {
 		if !IsFluxHelmRelease(src[i].obj) {
 			continue
 		}
-		converted, warnings, err := ConvertHelmRelease(src[i].obj)
+		converted, err := ConvertHelmRelease(src[i].obj)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", src[i].origin, err)
 		}
 		src[i].obj = converted
-		res.Warnings = append(res.Warnings, warnings...)
 	}
 	if err := checkDuplicates(src); err != nil {
 		return nil, err

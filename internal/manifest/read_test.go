@@ -14,7 +14,6 @@ func TestRead_plainRecursiveMultiDocument(t *testing.T) {
 	res, err := Read("testdata/plain", Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Kustomized).To(BeFalse())
-	g.Expect(res.Warnings).To(BeEmpty())
 	// Lexical path order, then document order; comments-only documents,
 	// README.md and the hidden .github directory are skipped; the List expands.
 	g.Expect(ids(res.Objects)).To(Equal([]string{
@@ -317,11 +316,6 @@ func TestRead_convertsFluxHelmReleases(t *testing.T) {
 	for _, obj := range res.Objects {
 		g.Expect(obj.GetAPIVersion()).To(Equal("kraan.io/v1alpha1"))
 	}
-	g.Expect(res.Warnings).To(ContainElements(
-		"HelmRelease apps/podinfo: field spec.postRenderers is not supported and was ignored",
-		"HelmRelease ingress/nginx: field spec.postRenderers is not supported and was ignored",
-		"HelmRelease data/redis: field spec.postRenderers is not supported and was ignored",
-	))
 }
 
 func TestRead_conversionErrorNamesFile(t *testing.T) {

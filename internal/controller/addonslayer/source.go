@@ -28,10 +28,16 @@ type sourceObservation struct {
 	message string
 }
 
-// sourceKind normalises spec.source.kind: empty and Kraan's spelling mean GitRepository.
+// sourceKind normalises spec.source.kind: empty means GitRepository, and
+// the resource.group spellings Kraan used mean their kinds.
 func sourceKind(kind string) string {
-	if kind == "" || kind == kraanv1.KraanGitRepositoryKind {
+	switch kind {
+	case "", kraanv1.KraanGitRepositoryKind:
 		return kraanv1.GitRepositoryKind
+	case kraanv1.KraanOCIRepositoryKind:
+		return kraanv1.OCIRepositoryKind
+	case kraanv1.KraanBucketKind:
+		return kraanv1.BucketKind
 	}
 	return kind
 }

@@ -1,6 +1,7 @@
 package addonslayer
 
 import (
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -32,4 +33,26 @@ func TestSkippedLinksIn(t *testing.T) {
 	g.Expect(skippedLinksIn(nil, "./addons")).To(Equal(layerLinks{}))
 	g.Expect(skippedLinksIn([]string{"addons/x/y"}, "./addons/x").warning).To(
 		Equal("1 symbolic links in the layer's directory were skipped, not followed: addons/x/y"))
+}
+
+// TestSourceKind_AcceptsFluxAndKraanSpellings: Kraan users wrote source kinds
+// as resource.group; each must read the same source as the Kind.
+func TestSourceKind_AcceptsFluxAndKraanSpellings(t *testing.T) {
+	for in, want := range map[string]string{
+		"":              "GitRepository",
+		"GitRepository": "GitRepository",
+		"gitrepositories.source.toolkit.fluxcd.io": "GitRepository",
+		"OCIRepository": "OCIRepository",
+		"ocirepositories.source.toolkit.fluxcd.io": "OCIRepository",
+		"Bucket":                           "Bucket",
+		"buckets.source.toolkit.fluxcd.io": "Bucket",
+	} {
+		t.Run(in, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(sourceKind(in)).To(Equal(want))
+			obj, err := newSourceObject(in)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(fmt.Sprintf("%T", obj)).To(Equal("*v1." + want))
+		})
+	}
 }

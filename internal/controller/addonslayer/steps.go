@@ -33,7 +33,6 @@ func (r *Reconciler) reconcileRender(_ context.Context, sc *layerScope) *halt {
 	sc.redactor.AddObjects(res.Objects)
 	manifest.SortForApply(res.Objects)
 	sc.objects, sc.tests = manifest.SplitLayerTests(res.Objects)
-	sc.warnings = append(sc.warnings, res.Warnings...)
 	return nil
 }
 

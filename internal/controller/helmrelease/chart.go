@@ -2,6 +2,8 @@ package helmrelease
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -47,14 +49,21 @@ func (s *SourceCharts) GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*
 	if err != nil {
 		return nil, "", err
 	}
-	return res.Chart, res.Digest, nil
+	digest := res.Digest
+	if hr.Spec.Chart != nil && hr.Spec.Chart.Spec.ReconcileStrategy == kraanv1.ReconcileStrategyRevision && req.ArtifactRevision != "" {
+		// Revision: a new artifact revision is a new chart, even when the
+		// chart's files did not change, as Flux's HelmChart versions it.
+		sum := sha256.Sum256([]byte(digest + "\n" + req.ArtifactRevision))
+		digest = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return res.Chart, digest, nil
 }
 
 func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (chart.Request, error) {
 	if ref := hr.Spec.ChartRef; ref != nil {
 		// The artifact of an OCIRepository holding a chart is the chart itself.
-		dir, err := s.artifactDir(ctx, &sourcev1.OCIRepository{}, namespaced(ref.Namespace, hr.Namespace, ref.Name))
-		return chart.Request{Chart: ".", ArtifactDir: dir}, err
+		dir, revision, err := s.artifactDir(ctx, &sourcev1.OCIRepository{}, namespaced(ref.Namespace, hr.Namespace, ref.Name))
+		return chart.Request{Chart: ".", ArtifactDir: dir, ArtifactRevision: revision}, err
 	}
 	spec := hr.Spec.Chart.Spec
 	req := chart.NewRequest(spec)
@@ -64,11 +73,11 @@ func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (ch
 	case sourcev1.HelmRepositoryKind:
 		req.Repository, _, err = s.repository(ctx, key)
 	case sourcev1.GitRepositoryKind:
-		req.ArtifactDir, err = s.artifactDir(ctx, &sourcev1.GitRepository{}, key)
+		req.ArtifactDir, req.ArtifactRevision, err = s.artifactDir(ctx, &sourcev1.GitRepository{}, key)
 	case sourcev1.BucketKind:
-		req.ArtifactDir, err = s.artifactDir(ctx, &sourcev1.Bucket{}, key)
+		req.ArtifactDir, req.ArtifactRevision, err = s.artifactDir(ctx, &sourcev1.Bucket{}, key)
 	case sourcev1.OCIRepositoryKind:
-		req.ArtifactDir, err = s.artifactDir(ctx, &sourcev1.OCIRepository{}, key)
+		req.ArtifactDir, req.ArtifactRevision, err = s.artifactDir(ctx, &sourcev1.OCIRepository{}, key)
 	default:
 		err = kit.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("unsupported chart source kind %q", spec.SourceRef.Kind))
 	}
@@ -109,22 +118,23 @@ type artifactSource interface {
 	GetArtifact() *fluxmeta.Artifact
 }
 
-// artifactDir downloads (or reuses) the source's current artifact.
-func (s *SourceCharts) artifactDir(ctx context.Context, obj artifactSource, key client.ObjectKey) (string, error) {
+// artifactDir downloads (or reuses) the source's current artifact, and
+// returns where it is and its revision.
+func (s *SourceCharts) artifactDir(ctx context.Context, obj artifactSource, key client.ObjectKey) (string, string, error) {
 	if err := s.Reader.Get(ctx, key, obj); err != nil {
-		return "", sourceReadError(fmt.Sprintf("%T", obj), key, err)
+		return "", "", sourceReadError(fmt.Sprintf("%T", obj), key, err)
 	}
 	artifact := obj.GetArtifact()
 	if artifact == nil {
 		// source-controller has not produced one yet; its next revision is
 		// a matter of its interval.
-		return "", kit.Waiting(kraanv1.ReasonArtifactFailed, sourceRetry, fmt.Errorf("source %s %w", key, errNoArtifact))
+		return "", "", kit.Waiting(kraanv1.ReasonArtifactFailed, sourceRetry, fmt.Errorf("source %s %w", key, errNoArtifact))
 	}
 	dir, err := s.Artifacts.Fetch(ctx, source.FromFlux(artifact))
 	if err != nil {
-		return "", fmt.Errorf("fetching the artifact of %s: %w", key, err)
+		return "", "", fmt.Errorf("fetching the artifact of %s: %w", key, err)
 	}
-	return dir, nil
+	return dir, artifact.Revision, nil
 }
 
 func namespaced(namespace, fallback, name string) client.ObjectKey {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,7 +104,17 @@ func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Resu
 	case sc.suspended || !res.IsZero():
 		return res, nil
 	}
-	return ctrl.Result{RequeueAfter: hr.Spec.Interval.Duration}, nil
+	return ctrl.Result{RequeueAfter: requeueInterval(hr)}, nil
+}
+
+// requeueInterval is spec.interval, or the chart's own spec.chart.spec.interval
+// (how often Flux checks the chart source) when that is shorter.
+func requeueInterval(hr *kraanv1.HelmRelease) time.Duration {
+	interval := hr.Spec.Interval.Duration
+	if c := hr.Spec.Chart; c != nil && c.Spec.Interval != nil && c.Spec.Interval.Duration > 0 {
+		interval = min(interval, c.Spec.Interval.Duration)
+	}
+	return interval
 }
 
 // setOutcomeConditions sets Stalled and Reconciling from how the steps ended,

@@ -81,7 +81,7 @@ func (r *Reconciler) reconcileChart(ctx context.Context, sc *releaseScope) (ctrl
 	chrt, digest, err := r.Charts.GetChart(ctx, sc.hr)
 	if err == nil {
 		r.staleCharts.Forget(key)
-		sc.desired = helm.Desired{Chart: chrt, ChartDigest: digest}
+		sc.desired = helm.Desired{Chart: chrt, ChartDigest: digest, PostRenderersDigest: helm.PostRenderersDigest(&sc.hr.Spec)}
 		return ctrl.Result{}, nil
 	}
 	err = sc.redactor.Error(classifyChartError(err))
@@ -108,7 +108,7 @@ func helmRepositoryOf(hr *kraanv1.HelmRelease) (client.ObjectKey, bool) {
 // fix, not a failed install to retry and remediate.
 func (r *Reconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	values, err := r.composeValues(ctx, sc.hr, &sc.redactor)
-	if err == nil {
+	if err == nil && helm.SchemaValidated(&sc.hr.Spec) {
 		err = helm.ValidateValues(sc.desired.Chart, values)
 	}
 	var valuesErr *helm.ValuesError
@@ -163,6 +163,11 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ct
 // classifyRunError: an action the impersonated service account may not take
 // is the user's to fix (its RBAC); anything else is retried with back-off.
 func classifyRunError(err error) error {
+	var later *helm.RetryLater
+	if errors.As(err, &later) {
+		// RetryOnFailure: no back-off, the strategy's interval.
+		return kit.Waiting(kraanv1.ReasonRetryOnFailure, later.After, err)
+	}
 	if apierrors.IsForbidden(err) {
 		// The message names the verb, the resource and the service account.
 		return kit.Terminal(kraanv1.ReasonAccessDenied, err)

@@ -37,6 +37,7 @@ func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
 		ReleaseName:      releaseNameOf(hr),
 		Namespace:        hr.Namespace,
 		StorageNamespace: hr.Namespace,
+		FreshClients:     hr.Spec.PersistentClient != nil && !*hr.Spec.PersistentClient,
 	}
 	if hr.Spec.TargetNamespace != "" {
 		t.Namespace = hr.Spec.TargetNamespace

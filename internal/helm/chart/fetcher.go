@@ -115,12 +115,17 @@ type Request struct {
 	Repository *Repository
 	// ArtifactDir is where the source's artifact was extracted.
 	ArtifactDir string
+	// ArtifactRevision is the artifact's revision, e.g. "main@sha1:…".
+	ArtifactRevision string
+	// IgnoreMissingValuesFiles skips ValuesFiles that do not exist.
+	IgnoreMissingValuesFiles bool
 }
 
 // NewRequest copies what a HelmRelease's chart template says; the caller
 // adds Repository or ArtifactDir after looking up spec.sourceRef.
 func NewRequest(spec kraanv1.HelmChartTemplateSpec) Request {
-	return Request{Chart: spec.Chart, Version: spec.Version, ValuesFiles: spec.ValuesFiles}
+	return Request{Chart: spec.Chart, Version: spec.Version, ValuesFiles: spec.ValuesFiles,
+		IgnoreMissingValuesFiles: spec.IgnoreMissingValuesFiles}
 }
 
 // Result is a loaded chart and where it came from.
@@ -151,9 +156,9 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 	}
 	var values map[string]any
 	if req.Repository != nil {
-		values, err = MergeValuesFiles(res.Chart, req.ValuesFiles)
+		values, err = MergeValuesFiles(res.Chart, req.ValuesFiles, req.IgnoreMissingValuesFiles)
 	} else {
-		values, err = MergeArtifactValuesFiles(req.ArtifactDir, res.Chart, req.ValuesFiles)
+		values, err = MergeArtifactValuesFiles(req.ArtifactDir, res.Chart, req.ValuesFiles, req.IgnoreMissingValuesFiles)
 	}
 	if err != nil {
 		return nil, err

@@ -20,9 +20,9 @@ import (
 // first to keep its defaults. No files means the chart's values.yaml. It
 // returns a new map and leaves the chart unchanged; set it as the chart's
 // Values so release values are merged over it. A missing file is a
-// MissingValuesFileError.
-func MergeValuesFiles(ch *helmchart.Chart, files []string) (map[string]any, error) {
-	return mergeValuesFiles(ch, files, func(name string) ([]byte, error) {
+// MissingValuesFileError, unless ignoreMissing skips it.
+func MergeValuesFiles(ch *helmchart.Chart, files []string, ignoreMissing bool) (map[string]any, error) {
+	return mergeValuesFiles(ch, files, ignoreMissing, func(name string) ([]byte, error) {
 		return chartFile(ch, name)
 	})
 }
@@ -32,8 +32,8 @@ func MergeValuesFiles(ch *helmchart.Chart, files []string) (map[string]any, erro
 // first, as Flux does for charts in a GitRepository
 // (./charts/app/values-prod.yaml, or a file outside the chart), then
 // relative to the chart. Paths cannot leave root.
-func MergeArtifactValuesFiles(root string, ch *helmchart.Chart, files []string) (map[string]any, error) {
-	return mergeValuesFiles(ch, files, func(name string) ([]byte, error) {
+func MergeArtifactValuesFiles(root string, ch *helmchart.Chart, files []string, ignoreMissing bool) (map[string]any, error) {
+	return mergeValuesFiles(ch, files, ignoreMissing, func(name string) ([]byte, error) {
 		data, err := rootFile(root, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			return chartFile(ch, name)
@@ -43,7 +43,7 @@ func MergeArtifactValuesFiles(root string, ch *helmchart.Chart, files []string) 
 }
 
 // mergeValuesFiles merges the files read through read.
-func mergeValuesFiles(ch *helmchart.Chart, files []string, read func(string) ([]byte, error)) (map[string]any, error) {
+func mergeValuesFiles(ch *helmchart.Chart, files []string, ignoreMissing bool, read func(string) ([]byte, error)) (map[string]any, error) {
 	if len(files) == 0 {
 		return mergeMaps(map[string]any{}, ch.Values), nil
 	}
@@ -51,6 +51,9 @@ func mergeValuesFiles(ch *helmchart.Chart, files []string, read func(string) ([]
 	for _, name := range files {
 		data, err := read(name)
 		if errors.Is(err, fs.ErrNotExist) {
+			if ignoreMissing {
+				continue
+			}
 			return nil, &MissingValuesFileError{Chart: ch.Name(), File: name}
 		}
 		if err != nil {

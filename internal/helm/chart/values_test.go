@@ -63,7 +63,7 @@ func TestMergeValuesFiles_order(t *testing.T) {
 			g := NewWithT(t)
 			ch := loadWithdeps(t).Chart
 
-			values, err := chart.MergeValuesFiles(ch, tt.files)
+			values, err := chart.MergeValuesFiles(ch, tt.files, false)
 
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(values).To(HaveKeyWithValue("message", tt.wantMessage))
@@ -77,17 +77,29 @@ func TestMergeValuesFiles_order(t *testing.T) {
 func TestMergeValuesFiles_missingFile(t *testing.T) {
 	g := NewWithT(t)
 
-	_, err := chart.MergeValuesFiles(loadWithdeps(t).Chart, []string{"values-prod.yaml", "values-staging.yaml"})
+	_, err := chart.MergeValuesFiles(loadWithdeps(t).Chart, []string{"values-prod.yaml", "values-staging.yaml"}, false)
 
 	var missing *chart.MissingValuesFileError
 	g.Expect(errors.As(err, &missing)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(Equal("values file values-staging.yaml not found in chart withdeps"))
 }
 
+func TestMergeValuesFiles_ignoreMissingFiles(t *testing.T) {
+	g := NewWithT(t)
+	ch := loadWithdeps(t).Chart
+
+	withMissing, err := chart.MergeValuesFiles(ch, []string{"values-prod.yaml", "values-staging.yaml"}, true)
+	g.Expect(err).NotTo(HaveOccurred())
+	without, err := chart.MergeValuesFiles(ch, []string{"values-prod.yaml"}, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(withMissing).To(Equal(without), "the missing file was not skipped")
+	g.Expect(withMissing).NotTo(BeEmpty())
+}
+
 func TestMergeValuesFiles_cannotLeaveChart(t *testing.T) {
 	g := NewWithT(t)
 
-	_, err := chart.MergeValuesFiles(loadWithdeps(t).Chart, []string{"../small/values.yaml"})
+	_, err := chart.MergeValuesFiles(loadWithdeps(t).Chart, []string{"../small/values.yaml"}, false)
 
 	var missing *chart.MissingValuesFileError
 	g.Expect(errors.As(err, &missing)).To(BeTrue(), "got %v", err)
