@@ -35,6 +35,25 @@ KWOK_STAGES := $(TOOLS_DIR)/kwok-$(KWOK_VERSION)/stages.yaml
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 GOLANGCI_LINT := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
+# operator-sdk, scorecard-test, OLM and opm (built in the OLM section below).
+# Defined here, before the OLM targets that list them as prerequisites: make
+# expands a rule's prerequisites when it reads the rule, so a variable defined
+# further down is empty there and a fresh machine would not build the tool.
+OPERATOR_SDK_VERSION := v1.42.3
+OLM_VERSION := v0.46.0
+OPERATOR_SDK_DIR := $(TOOLS_DIR)/operator-sdk-$(OPERATOR_SDK_VERSION)
+OPERATOR_SDK := $(OPERATOR_SDK_DIR)/operator-sdk
+SCORECARD_TEST := $(OPERATOR_SDK_DIR)/scorecard-test
+OLM_DIR := $(TOOLS_DIR)/olm-$(OLM_VERSION)
+OLM := $(OLM_DIR)/olm
+OLM_CATALOG := $(OLM_DIR)/catalog
+OPM := $(OLM_DIR)/opm
+export KRAAN_OPERATOR_SDK := $(OPERATOR_SDK)
+export KRAAN_SCORECARD_TEST := $(SCORECARD_TEST)
+export KRAAN_OLM := $(OLM)
+export KRAAN_OLM_CATALOG := $(OLM_CATALOG)
+export KRAAN_OPM := $(OPM)
+
 # One directory holding every control-plane binary: envtest reads it from
 # KUBEBUILDER_ASSETS and so does the local control plane (test/localplane).
 ASSETS_DIR := $(TOOLS_DIR)/assets-k8s-$(K8S_VERSION)
@@ -214,25 +233,14 @@ bundle-validate: $(OPERATOR_SDK) ## Validate the bundle with the OperatorHub sui
 	@out=$$(cd $(SDK_WORKDIR) && $(OPERATOR_SDK) bundle validate $(CURDIR)/bundle --select-optional suite=operatorframework 2>&1) || { echo "$$out"; exit 1; }; \
 	echo "$$out"; if echo "$$out" | grep -qiE 'level=(warn|error)|WARN|ERRO'; then echo "bundle-validate: warnings are errors"; exit 1; fi
 
-# scorecard-test reads the bundle from the fixed path /bundle (a real
-# directory, not a symlink), as it does in the scorecard pod: this needs root.
-SCORECARD_BUNDLE_ROOT := /bundle
-
+# The scorecard test binaries read the bundle from the fixed path /bundle, as
+# in the scorecard pod: hack/scorecardlocal copies it there (needs root) under
+# a lock, runs each test of the configuration and judges the JSON results.
 .PHONY: scorecard-local
 scorecard-local: $(SCORECARD_TEST) ## Run every scorecard test (basic, olm, kraan) on bundle/ without a cluster; anything but pass fails.
-	@command -v jq >/dev/null || { echo "scorecard-local needs jq"; exit 1; }
 	$(GO) build -o bin/kraan-scorecard ./test/scorecard
-	@tests=$$(awk '/- (scorecard-test|kraan-scorecard)$$/ { bin=$$2; getline; print bin ":" $$2 }' bundle/tests/scorecard/config.yaml); \
-	[ -n "$$tests" ] || { echo "no tests in bundle/tests/scorecard/config.yaml"; exit 1; }; \
-	rm -rf $(SCORECARD_BUNDLE_ROOT) && cp -r bundle $(SCORECARD_BUNDLE_ROOT); \
-	failed=0; for bt in $$tests; do t=$${bt#*:}; \
-		case $$bt in scorecard-test:*) cmd="$(SCORECARD_TEST) $$t";; *) cmd="bin/kraan-scorecard $$t";; esac; \
-		out=$$($$cmd) || { echo "$$t: the test binary exited with an error"; echo "$$out"; failed=1; continue; }; \
-		states=$$(echo "$$out" | jq -r '[.results[].state] | unique | join(",")'); \
-		if [ "$$states" = pass ]; then echo "pass  $$t"; \
-		else echo "FAIL  $$t ($$states)"; echo "$$out" | jq .; failed=1; fi; \
-		echo "$$out" | jq -r '[.results[].suggestions // [] | .[]] | unique | .[] | "      suggestion: " + .'; \
-	done; rm -rf $(SCORECARD_BUNDLE_ROOT); exit $$failed
+	$(GO) run ./hack/scorecardlocal --bundle bundle \
+		--binary scorecard-test=$(SCORECARD_TEST) --binary kraan-scorecard=$(CURDIR)/bin/kraan-scorecard
 
 SCORECARD_FLAGS ?= --wait-time 120s
 
@@ -375,21 +383,8 @@ source-controller: $(SOURCE_CONTROLLER) $(SOURCE_CRDS)/.complete ## Build Flux s
 # scorecard image runs, OLM's olm and catalog operators and opm are built from
 # pinned modules under hack/tools (their dependency graphs conflict with the
 # operator's). Tests find them through the exported KRAAN_* variables and fail,
-# naming the make target, when they are unset.
-OPERATOR_SDK_VERSION := v1.42.3
-OLM_VERSION := v0.46.0
-OPERATOR_SDK_DIR := $(TOOLS_DIR)/operator-sdk-$(OPERATOR_SDK_VERSION)
-OPERATOR_SDK := $(OPERATOR_SDK_DIR)/operator-sdk
-SCORECARD_TEST := $(OPERATOR_SDK_DIR)/scorecard-test
-OLM_DIR := $(TOOLS_DIR)/olm-$(OLM_VERSION)
-OLM := $(OLM_DIR)/olm
-OLM_CATALOG := $(OLM_DIR)/catalog
-OPM := $(OLM_DIR)/opm
-export KRAAN_OPERATOR_SDK := $(OPERATOR_SDK)
-export KRAAN_SCORECARD_TEST := $(SCORECARD_TEST)
-export KRAAN_OLM := $(OLM)
-export KRAAN_OLM_CATALOG := $(OLM_CATALOG)
-export KRAAN_OPM := $(OPM)
+# naming the make target, when they are unset. Their paths are defined with the
+# other tools at the top of this file.
 
 SDK_PKG := github.com/operator-framework/operator-sdk
 SDK_VERSION_PKG := $(SDK_PKG)/internal/version
