@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -64,7 +67,7 @@ func build(dir, root string) ([]sourced, error) {
 	resources, err := k.Run(fsys, dir)
 	kustomizeMu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build of %s: %w", name, err)
+		return nil, kustomizeError(root, dir, err)
 	}
 	objs := make([]sourced, 0, resources.Size())
 	for i, r := range resources.Resources() {
@@ -76,6 +79,45 @@ func build(dir, root string) ([]sourced, error) {
 	}
 	return objs, nil
 }
+
+// kustomizeError turns a kustomize build error into one a user can act on:
+// paths relative to the artifact root (never the operator's own directories),
+// the kustomization file named with its line for YAML errors, a missing
+// resource said once instead of kustomize's three nested messages, and only
+// the first line of errors that dump a whole configuration.
+func kustomizeError(root, dir string, err error) error {
+	name := displayDir(root, dir)
+	msg := err.Error()
+	file := name + "/kustomization.yaml"
+	if kfile, _ := findKustomization(dir); kfile != "" {
+		file = displayDir(root, kfile)
+	}
+	if m := missingResource.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("kustomize build of %s: %s lists resource %q, which does not exist", name, file, m[1])
+	}
+	if strings.HasPrefix(msg, "invalid Kustomization: ") {
+		inner := strings.TrimPrefix(msg, "invalid Kustomization: ")
+		var perr error = &ParseError{File: strings.TrimPrefix(file, "./"), Err: errors.New(strings.TrimPrefix(yamlLine.ReplaceAllString(inner, ""), "yaml: "))}
+		if m := yamlLine.FindStringSubmatch(inner); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			perr.(*ParseError).Line = line
+		}
+		return fmt.Errorf("kustomize build of %s: %w", name, perr)
+	}
+	msg = configDump.ReplaceAllString(msg, "")
+	msg = strings.ReplaceAll(msg, filepath.Clean(root)+string(filepath.Separator), "./")
+	msg = strings.Join(strings.Fields(msg), " ")
+	return fmt.Errorf("kustomize build of %s: %s", name, msg)
+}
+
+// configDump is the YAML of a transformer's configuration that kustomize
+// puts in its errors ("with config: `…`"), over many lines.
+var configDump = regexp.MustCompile("(?s) with config: `.*?`")
+
+// missingResource matches kustomize's error for a resources entry that is
+// not there: "accumulating resources from 'missing.yaml': evalsymlink
+// failure on '/…/missing.yaml' : lstat …: no such file or directory…".
+var missingResource = regexp.MustCompile(`accumulating resources from '([^']+)': [^\n]*no such file or directory`)
 
 // displayDir names dir in messages the way spec.source.path does: "./apps",
 // or "./" for the artifact root.

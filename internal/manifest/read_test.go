@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -162,11 +163,38 @@ func TestRead_kustomizeLocalNamesThatLookRemote(t *testing.T) {
 	g.Expect(ids(res.Objects)).To(Equal([]string{"ConfigMap default/vendored"}))
 }
 
-func TestRead_kustomizeBuildError(t *testing.T) {
-	g := NewWithT(t)
-	dir := writeFiles(t, map[string]string{"kustomization.yaml": "resources: [missing.yaml]\n"})
-	_, err := Read(dir, Options{})
-	g.Expect(err).To(MatchError(And(HavePrefix("kustomize build of ./:"), ContainSubstring("missing.yaml"))))
+// TestRead_kustomizeBuildErrors: each names the file relative to the
+// artifact root (and the line for YAML), says it once, in one line, and
+// never shows the operator's own directories.
+func TestRead_kustomizeBuildErrors(t *testing.T) {
+	const head = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+	for _, tt := range []struct {
+		name, kustomization, want string
+	}{
+		{"missing resource", head + "resources: [cm.yaml, missing.yaml]\n",
+			`kustomize build of ./apps: ./apps/kustomization.yaml lists resource "missing.yaml", which does not exist`},
+		{"broken YAML", head + "resources: [cm.yaml\n",
+			"kustomize build of ./apps: apps/kustomization.yaml:3: did not find expected ',' or ']'"},
+		{"unknown field", head + "resources: [cm.yaml]\nbogus: 1\n",
+			`kustomize build of ./apps: apps/kustomization.yaml: json: unknown field "bogus"`},
+		{"patch file missing", head + "resources: [cm.yaml]\npatches:\n  - path: nope.yaml\n",
+			"kustomize build of ./apps: trouble configuring builtin PatchTransformer: failed to get the patch file from path(nope.yaml)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			root := writeFiles(t, map[string]string{
+				"apps/kustomization.yaml": tt.kustomization,
+				"apps/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+			})
+			_, err := Read(filepath.Join(root, "apps"), Options{Root: root})
+			g.Expect(err).To(HaveOccurred())
+			msg := err.Error()
+			g.Expect(msg).To(HavePrefix(tt.want))
+			g.Expect(msg).NotTo(ContainSubstring(root), "an internal path")
+			g.Expect(msg).NotTo(ContainSubstring("\n"))
+			g.Expect(strings.Count(msg, "missing.yaml")).To(BeNumerically("<=", 1), "said twice")
+		})
+	}
 }
 
 func TestRead_malformedYAML(t *testing.T) {

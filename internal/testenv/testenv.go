@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
@@ -233,6 +235,9 @@ func MessageProblems(msg string) error {
 	}
 	if m := structDump.FindString(msg); m != "" {
 		problems = append(problems, fmt.Sprintf("a Go struct dump %q", m))
+	}
+	if len(msg) > kit.MaxMessageLength {
+		problems = append(problems, fmt.Sprintf("%d bytes, over the bound of %d", len(msg), kit.MaxMessageLength))
 	}
 	if len(problems) == 0 {
 		return nil

@@ -220,9 +220,7 @@ func setLayerCondition(obj *kraanv1.AddonsLayer, condType string, status bool, r
 	if status {
 		s = metav1.ConditionTrue
 	}
-	apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
-		Type: condType, Status: s, Reason: reason, Message: message, ObservedGeneration: obj.Generation,
-	})
+	kit.SetCondition(&obj.Status.Conditions, obj.Generation, condType, s, reason, message)
 }
 
 func stalledMessage(h *halt) string {

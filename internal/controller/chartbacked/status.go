@@ -3,7 +3,6 @@ package chartbacked
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,7 +47,7 @@ const (
 func setChartStatus(obj *unstructured.Unstructured, sc *chartScope) {
 	conds := chartConditions(obj)
 	gen := obj.GetGeneration()
-	meta.SetStatusCondition(&conds, metav1.Condition{Type: ChartInitialized, Status: metav1.ConditionTrue,
+	kit.SetStatusCondition(&conds, metav1.Condition{Type: ChartInitialized, Status: metav1.ConditionTrue,
 		Reason: ReasonReconciling, Message: "The release is reconciled", ObservedGeneration: gen})
 	latest := sc.result.LatestRevision(helm.Desired{})
 	setReleaseDeployedCondition(&conds, latest, gen)
@@ -74,7 +73,7 @@ func setReleaseDeployedCondition(conds *[]metav1.Condition, rel *helm.Revision, 
 		}
 		c.Message = fmt.Sprintf("Release %s revision %d is deployed", rel.Name, rel.Version)
 	}
-	meta.SetStatusCondition(conds, c)
+	kit.SetStatusCondition(conds, c)
 }
 
 func setReleaseFailedCondition(conds *[]metav1.Condition, sc *chartScope, gen int64) {
@@ -83,7 +82,7 @@ func setReleaseFailedCondition(conds *[]metav1.Condition, sc *chartScope, gen in
 	if step, ok := lastFailedStep(sc.result); ok {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, failureReason(step.Action), step.Err.Error()
 	}
-	meta.SetStatusCondition(conds, c)
+	kit.SetStatusCondition(conds, c)
 }
 
 func setIrreconcilableCondition(conds *[]metav1.Condition, sc *chartScope, gen int64) {
@@ -97,7 +96,7 @@ func setIrreconcilableCondition(conds *[]metav1.Condition, sc *chartScope, gen i
 		// The engine failed before any action: storage or the API server.
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kraanv1.ReasonReconcileError, sc.runErr.Error()
 	}
-	meta.SetStatusCondition(conds, c)
+	kit.SetStatusCondition(conds, c)
 }
 
 // chartSummary derives Ready: ready when deployed with no failure

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -145,4 +147,26 @@ func TestControllerOptions_BackOffIsBounded(t *testing.T) {
 	g.Expect(delays).To(Equal([]time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second, 4 * time.Second}))
 	defaults := ControllerOptions{}.Controller()
 	g.Expect(defaults.RateLimiter.When(item)).To(Equal(DefaultMinRetryDelay))
+}
+
+func TestBoundMessage(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(BoundMessage("short")).To(Equal("short"))
+	exact := strings.Repeat("a", MaxMessageLength)
+	g.Expect(BoundMessage(exact)).To(Equal(exact))
+
+	long := "failed: " + strings.Repeat("é", 3000) + " the cause"
+	bounded := BoundMessage(long)
+	g.Expect(len(bounded)).To(BeNumerically("<=", MaxMessageLength))
+	g.Expect(utf8.ValidString(bounded)).To(BeTrue(), "cut inside a character")
+	g.Expect(bounded).To(HavePrefix("failed: "))
+	g.Expect(bounded).To(HaveSuffix(" the cause"), "the cause comes last and is kept")
+	g.Expect(bounded).To(MatchRegexp(`… \(\d+ bytes left out\) …`))
+}
+
+func TestSetStatusCondition_BoundsTheMessage(t *testing.T) {
+	g := NewWithT(t)
+	var conds []metav1.Condition
+	SetCondition(&conds, 1, "Ready", metav1.ConditionFalse, "Failed", strings.Repeat("x", 10*MaxMessageLength))
+	g.Expect(len(conds[0].Message)).To(BeNumerically("<=", MaxMessageLength))
 }

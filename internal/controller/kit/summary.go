@@ -72,13 +72,13 @@ func (s Summary) Ready(conditions []metav1.Condition, generation int64) metav1.C
 
 // SetReady writes the summary into conditions.
 func (s Summary) SetReady(conditions *[]metav1.Condition, generation int64) {
-	apimeta.SetStatusCondition(conditions, s.Ready(*conditions, generation))
+	SetStatusCondition(conditions, s.Ready(*conditions, generation))
 }
 
 // SetCondition sets one condition at generation; a shorthand for the kinds'
 // set<Cond>Condition functions.
 func SetCondition(conditions *[]metav1.Condition, generation int64, condType string, status metav1.ConditionStatus, reason, message string) {
-	apimeta.SetStatusCondition(conditions, metav1.Condition{
+	SetStatusCondition(conditions, metav1.Condition{
 		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: generation,
 	})
 }
