@@ -97,10 +97,9 @@ func kustomizeError(root, dir string, err error) error {
 	}
 	if strings.HasPrefix(msg, "invalid Kustomization: ") {
 		inner := strings.TrimPrefix(msg, "invalid Kustomization: ")
-		var perr error = &ParseError{File: strings.TrimPrefix(file, "./"), Err: errors.New(strings.TrimPrefix(yamlLine.ReplaceAllString(inner, ""), "yaml: "))}
+		perr := &ParseError{File: strings.TrimPrefix(file, "./"), Err: errors.New(strings.TrimPrefix(yamlLine.ReplaceAllString(inner, ""), "yaml: "))}
 		if m := yamlLine.FindStringSubmatch(inner); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			perr.(*ParseError).Line = line
+			perr.Line, _ = strconv.Atoi(m[1])
 		}
 		return fmt.Errorf("kustomize build of %s: %w", name, perr)
 	}

@@ -76,7 +76,7 @@ func TestRead_kustomizeOutsideRoot(t *testing.T) {
 		{name: "file above the kustomization", dir: "file-escape",
 			wantErr: "security: ../outside.yaml is outside the layer's source artifact"},
 		{name: "file above the kustomization, inside the artifact", dir: "file-escape", root: ".",
-			wantErr: "security; file '" + abs(t, "testdata/kustomize-escape/outside.yaml") + "' is not in or below"},
+			wantErr: "security; file './outside.yaml' is not in or below './file-escape'"},
 		{name: "base above the layer, artifact root is the layer", dir: "dir-escape",
 			wantErr: "security: ../base is outside the layer's source artifact"},
 		{name: "base elsewhere in the artifact", dir: "dir-escape", root: ".",
@@ -353,17 +353,4 @@ func TestRead_conversionErrorNamesFile(t *testing.T) {
 	_, err := Read(dir, Options{})
 	g.Expect(err).To(MatchError(
 		"hr.yaml: document 1: HelmRelease apps/old: apiVersion helm.toolkit.fluxcd.io/v2alpha1 is not supported: use helm.toolkit.fluxcd.io/v2"))
-}
-
-func abs(t *testing.T, p string) string {
-	t.Helper()
-	a, err := filepath.Abs(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	real, err := filepath.EvalSymlinks(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return real
 }
