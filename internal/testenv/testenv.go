@@ -16,6 +16,9 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/zap/zapcore"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -194,6 +197,21 @@ func CreateNamespace(t testing.TB, c client.Client, name string) {
 	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
+}
+
+var (
+	operatorLog     = &LockedBuffer{}
+	operatorLogOnce sync.Once
+)
+
+// OperatorLog sends the process's controller-runtime log, debug included (as
+// --log-level=debug), to a buffer the first time it is called, and returns
+// that buffer: the canary tests search what the operator logs.
+func OperatorLog() *LockedBuffer {
+	operatorLogOnce.Do(func() {
+		ctrl.SetLogger(zap.New(zap.WriteTo(operatorLog), zap.UseDevMode(true), zap.Level(zapcore.DebugLevel)))
+	})
+	return operatorLog
 }
 
 // LockedBuffer is a bytes.Buffer safe for concurrent writes and reads: a

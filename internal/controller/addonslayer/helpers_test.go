@@ -51,7 +51,7 @@ type layerEnv struct {
 func startLayerEnv(t *testing.T) *layerEnv {
 	t.Helper()
 	g := NewWithT(t)
-	captureOperatorLog()
+	testenv.OperatorLog()
 	crds := os.Getenv("KRAAN_SOURCE_CRDS")
 	g.Expect(crds).NotTo(BeEmpty(), "KRAAN_SOURCE_CRDS is not set: run the tests with `make test`, "+
 		"which collects Flux's source CRDs from source-controller's module and sets it")

@@ -5,32 +5,14 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 )
-
-// operatorLog receives what the operator logs in this package's tests at
-// --log-level=debug, for the canary searches.
-var (
-	operatorLog   = &testenv.LockedBuffer{}
-	setLoggerOnce sync.Once
-)
-
-// captureOperatorLog sends the operator's log, debug included, to operatorLog.
-func captureOperatorLog() {
-	setLoggerOnce.Do(func() {
-		ctrl.SetLogger(zap.New(zap.WriteTo(operatorLog), zap.UseDevMode(true), zap.Level(zapcore.DebugLevel)))
-	})
-}
 
 // testSecretsNeverLeak applies Secrets the API server rejects, each holding
 // unique canary values, and searches every condition, event, log line and
@@ -67,8 +49,8 @@ func (e *layerEnv) testSecretsNeverLeak(t *testing.T) {
 		}
 		g.Expect(n).To(BeNumerically(">", 0), "the failure was recorded as an event")
 	}).Should(Succeed())
-	expectNoCanary(g, "the operator's log", operatorLog.String(), canaries)
-	g.Expect(operatorLog.String()).To(ContainSubstring("leaks"), "the log was captured")
+	expectNoCanary(g, "the operator's log", testenv.OperatorLog().String(), canaries)
+	g.Expect(testenv.OperatorLog().String()).To(ContainSubstring("leaks"), "the log was captured")
 	expectNoCanary(g, "/metrics", testenv.GatheredMetrics(t), canaries)
 }
 

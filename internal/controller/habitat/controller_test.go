@@ -43,6 +43,7 @@ func startHabitatEnv(t *testing.T) client.Client {
 	env, err := testenv.Start()
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })
+	testenv.OperatorLog()
 	mgr := testenv.NewManager(t, env.Config)
 	engine, err := helm.NewEngine(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())

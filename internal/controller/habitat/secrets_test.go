@@ -2,6 +2,8 @@ package habitat
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -63,4 +65,48 @@ func TestReconciler_SecretsGateReady(t *testing.T) {
 	config.Data = map[string][]byte{"user.toml": []byte("port = 6379")}
 	g.Expect(c.Update(ctx, config)).To(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(ready(g).Status).To(Equal(metav1.ConditionTrue)) }, habitatTimeout).Should(Succeed())
+}
+
+// TestReconciler_SecretContentsNeverLeak: the ring key and user.toml of a
+// Habitat that fails on its Secrets (the ring key under the wrong key) never
+// reach a condition, an event or the operator's debug log.
+func TestReconciler_SecretContentsNeverLeak(t *testing.T) {
+	g := NewWithT(t)
+	c := startHabitatEnv(t)
+	ctx := context.Background()
+	testenv.CreateNamespace(t, c, "canaries")
+	ringKey := fmt.Sprintf("SYM-SEC-1\nprod-1\n\ncanary-ring-%016x", rand.Uint64())
+	userTOML := fmt.Sprintf("password = \"canary-toml-%016x\"", rand.Uint64())
+	g.Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "canaries", Name: "prod-20260101000000"},
+		Data: map[string][]byte{"wrong-key": []byte(ringKey)}})).To(Succeed())
+	g.Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "canaries", Name: "config"},
+		Data: map[string][]byte{"user.toml": []byte(userTOML)}})).To(Succeed())
+	h := newHabitat("canaries", "redis", "", 1)
+	h.Spec.Service.RingSecretName = "prod-20260101000000"
+	h.Spec.Service.ConfigSecretName = "config"
+	g.Expect(c.Create(ctx, h)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		got := &habitatv1.Habitat{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(h), got)).To(Succeed())
+		r := apimeta.FindStatusCondition(got.Status.Conditions, chartbacked.ChartReady)
+		g.Expect(r).NotTo(BeNil())
+		g.Expect(r.Reason).To(Equal(ReasonSecretKeyMissing))
+	}, habitatTimeout).Should(Succeed())
+
+	canaries := []string{"canary-ring-", "canary-toml-"}
+	got := &habitatv1.Habitat{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(h), got)).To(Succeed())
+	for _, cond := range got.Status.Conditions {
+		g.Expect(testenv.CanaryLeak(cond.Message, canaries)).To(BeEmpty(), "condition %s", cond.Type)
+	}
+	events := &corev1.EventList{}
+	g.Expect(c.List(ctx, events, client.InNamespace("canaries"))).To(Succeed())
+	g.Expect(events.Items).NotTo(BeEmpty())
+	for _, ev := range events.Items {
+		g.Expect(testenv.CanaryLeak(ev.Message, canaries)).To(BeEmpty(), "event %s", ev.Reason)
+	}
+	log := testenv.OperatorLog().String()
+	g.Expect(log).To(ContainSubstring("canaries"), "the operator's log was captured")
+	g.Expect(testenv.CanaryLeak(log, canaries)).To(BeEmpty(), "the operator's debug log")
 }

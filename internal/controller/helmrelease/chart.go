@@ -47,7 +47,9 @@ func (s *SourceCharts) GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*
 	}
 	res, err := s.Fetcher.Fetch(ctx, req)
 	if err != nil {
-		return nil, "", err
+		// Name the source object: a user fixes the HelmRepository (its URL
+		// or its secretRef), not the URL the error is about.
+		return nil, "", fmt.Errorf("%s: %w", sourceOf(hr), err)
 	}
 	digest := res.Digest
 	if hr.Spec.Chart != nil && hr.Spec.Chart.Spec.ReconcileStrategy == kraanv1.ReconcileStrategyRevision && req.ArtifactRevision != "" {
@@ -57,6 +59,16 @@ func (s *SourceCharts) GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*
 		digest = "sha256:" + hex.EncodeToString(sum[:])
 	}
 	return res.Chart, digest, nil
+}
+
+// sourceOf names the object the release's chart comes from, e.g.
+// "HelmRepository apps/charts".
+func sourceOf(hr *kraanv1.HelmRelease) string {
+	if ref := hr.Spec.ChartRef; ref != nil {
+		return fmt.Sprintf("%s %s", ref.Kind, namespaced(ref.Namespace, hr.Namespace, ref.Name))
+	}
+	ref := hr.Spec.Chart.Spec.SourceRef
+	return fmt.Sprintf("%s %s", ref.Kind, namespaced(ref.Namespace, hr.Namespace, ref.Name))
 }
 
 func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (chart.Request, error) {

@@ -2,11 +2,13 @@ package helmreleases_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +16,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/redact"
+	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
@@ -69,6 +72,52 @@ func TestHelmRelease_SecretValuesNeverLeak(t *testing.T) {
 		expectNoCanary(t, "event "+ev.Reason, ev.Message, canaries)
 	}
 	g.Expect(suite.OperatorLog.String()).To(ContainSubstring("leaky"), "the operator's log was captured")
+	expectNoCanary(t, "the operator's debug log", suite.OperatorLog.String(), canaries)
+	expectNoCanary(t, "/metrics", testenv.GatheredMetrics(t), canaries)
+}
+
+// TestHelmRelease_RepositoryCredentialsNeverLeak: a HelmRepository whose
+// Secret holds a wrong password fails with a condition that says the
+// credentials were refused and names the repository, never the username,
+// the password or the Authorization header made of them.
+func TestHelmRelease_RepositoryCredentialsNeverLeak(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	repo := chartrepo.NewHTTPRepo(t)
+	repo.Add(chartrepo.ChartDir("small"), "0.1.0")
+	repo.RequireBasicAuth("kraan", "the-right-password")
+	user := fmt.Sprintf("canary-user-%016x", rand.Uint64())
+	password := fmt.Sprintf("canary-password-%016x", rand.Uint64())
+	g.Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "repo-auth", Namespace: ns},
+		StringData: map[string]string{"username": user, "password": password},
+	})).To(Succeed())
+	helmRepo := newHelmRepository(ns, "charts", repo.URL)
+	helmRepo.Spec.SecretRef = &fluxmeta.LocalObjectReference{Name: "repo-auth"}
+	g.Expect(k8s.Create(ctx, helmRepo)).To(Succeed())
+	newRelease(t, ns, "private", "small", withVersion("0.1.0"))
+
+	g.Eventually(func(g Gomega) {
+		ready := condition(get(g, ns, "private"), kraanv1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Message).To(ContainSubstring("401"))
+		g.Expect(ready.Message).To(ContainSubstring(ns + "/charts"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	canaries := []string{user, password, basic, "canary-"}
+	for _, c := range get(g, ns, "private").Status.Conditions {
+		expectNoCanary(t, "condition "+c.Type, c.Message, canaries)
+	}
+	events := &corev1.EventList{}
+	g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	g.Expect(events.Items).NotTo(BeEmpty())
+	for _, ev := range events.Items {
+		expectNoCanary(t, "event "+ev.Reason, ev.Message, canaries)
+	}
+	g.Expect(suite.OperatorLog.String()).To(ContainSubstring("private"), "the operator's log was captured")
 	expectNoCanary(t, "the operator's debug log", suite.OperatorLog.String(), canaries)
 	expectNoCanary(t, "/metrics", testenv.GatheredMetrics(t), canaries)
 }
