@@ -670,6 +670,19 @@ type Uninstall struct {
 	DeletionPropagation string `json:"deletionPropagation,omitempty"`
 }
 
+// TestHookStatus is the last run of one test hook.
+type TestHookStatus struct {
+	// LastStarted is when the hook last started.
+	// +optional
+	LastStarted metav1.Time `json:"lastStarted,omitempty"`
+	// LastCompleted is when the hook last completed.
+	// +optional
+	LastCompleted metav1.Time `json:"lastCompleted,omitempty"`
+	// Phase of the hook: Succeeded, Failed, Running.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+}
+
 // HelmReleaseStatus is the observed state of a release.
 type HelmReleaseStatus struct {
 	// ObservedGeneration is the generation last fully handled.
@@ -714,9 +727,30 @@ type HelmReleaseStatus struct {
 	// LastAttemptedValuesChecksum is the digest of the values last attempted.
 	// +optional
 	LastAttemptedValuesChecksum string `json:"lastAttemptedValuesChecksum,omitempty"`
+	// LastAttemptedRevisionDigest is the digest of the chart last attempted.
+	// +optional
+	LastAttemptedRevisionDigest string `json:"lastAttemptedRevisionDigest,omitempty"`
+	// LastAttemptedConfigDigest is the digest of the values last attempted
+	// (Flux's name for it).
+	// +optional
+	LastAttemptedConfigDigest string `json:"lastAttemptedConfigDigest,omitempty"`
+	// LastAttemptedReleaseAction is the last install or upgrade attempted.
+	// +optional
+	// +kubebuilder:validation:Enum=install;upgrade
+	LastAttemptedReleaseAction string `json:"lastAttemptedReleaseAction,omitempty"`
+	// ObservedPostRenderersDigest is the digest of spec.postRenderers and
+	// spec.commonMetadata of the last release made.
+	// +optional
+	ObservedPostRenderersDigest string `json:"observedPostRenderersDigest,omitempty"`
 	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt handled.
 	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+	// LastHandledForceAt is the last reconcile.fluxcd.io/forceAt handled.
+	// +optional
+	LastHandledForceAt string `json:"lastHandledForceAt,omitempty"`
+	// LastHandledResetAt is the last reconcile.fluxcd.io/resetAt handled.
+	// +optional
+	LastHandledResetAt string `json:"lastHandledResetAt,omitempty"`
 }
 
 // Snapshot is one release revision.
@@ -739,6 +773,9 @@ type Snapshot struct {
 	// ChartVersion of the release.
 	// +required
 	ChartVersion string `json:"chartVersion"`
+	// AppVersion of the chart.
+	// +optional
+	AppVersion string `json:"appVersion,omitempty"`
 	// Digest of the release manifest and chart.
 	// +optional
 	Digest string `json:"digest,omitempty"`
@@ -748,6 +785,9 @@ type Snapshot struct {
 	// TestResult of the last test run: Succeeded, Failed or empty.
 	// +optional
 	TestResult string `json:"testResult,omitempty"`
+	// TestHooks are the test hooks of the revision that ran, by name.
+	// +optional
+	TestHooks map[string]TestHookStatus `json:"testHooks,omitempty"`
 	// FirstDeployed is when the release was first deployed.
 	// +optional
 	FirstDeployed metav1.Time `json:"firstDeployed,omitempty"`

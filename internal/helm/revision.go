@@ -73,6 +73,7 @@ type Revision struct {
 	Description  string
 	ChartName    string
 	ChartVersion string
+	AppVersion   string
 	// ChartDigest is the prefix of the chart digest the engine labelled the
 	// revision with; ConfigDigest the digest of the values it was made with.
 	ChartDigest   string
@@ -84,8 +85,31 @@ type Revision struct {
 	// TestsRan and TestsFailed report the test hooks of the revision.
 	TestsRan    bool
 	TestsFailed bool
+	// TestHooks are the test hooks that ran, by name.
+	TestHooks map[string]TestHookRun
 	// Matches says whether the revision was made from the desired chart and values.
 	Matches bool
+}
+
+// TestHookRun is the last run of one test hook.
+type TestHookRun struct {
+	Started, Completed time.Time
+	// Phase is Helm's: Succeeded, Failed, Running.
+	Phase string
+}
+
+func testHookRuns(rel *release.Release) map[string]TestHookRun {
+	var runs map[string]TestHookRun
+	for _, h := range rel.Hooks {
+		if !isTestHook(h) || h.LastRun.StartedAt.IsZero() {
+			continue
+		}
+		if runs == nil {
+			runs = map[string]TestHookRun{}
+		}
+		runs[h.Name] = TestHookRun{Started: h.LastRun.StartedAt.Time, Completed: h.LastRun.CompletedAt.Time, Phase: h.LastRun.Phase.String()}
+	}
+	return runs
 }
 
 // Deployed reports whether the revision is deployed.
@@ -106,11 +130,11 @@ func revisionOf(rel *release.Release, desired Desired) *Revision {
 	return &Revision{
 		Name: rel.Name, Namespace: rel.Namespace, Version: rel.Version,
 		Status: rel.Info.Status.String(), Description: rel.Info.Description,
-		ChartName: rel.Chart.Metadata.Name, ChartVersion: rel.Chart.Metadata.Version,
+		ChartName: rel.Chart.Metadata.Name, ChartVersion: rel.Chart.Metadata.Version, AppVersion: rel.Chart.Metadata.AppVersion,
 		ChartDigest: rel.Labels[ChartDigestLabel], ConfigDigest: ValuesDigest(rel.Config),
 		FirstDeployed: rel.Info.FirstDeployed.Time, LastDeployed: rel.Info.LastDeployed.Time,
 		Manifest: rel.Manifest,
-		TestsRan: TestsRan(rel), TestsFailed: TestsFailed(rel),
+		TestsRan: TestsRan(rel), TestsFailed: TestsFailed(rel), TestHooks: testHookRuns(rel),
 		Matches: desired.Chart != nil && desired.Matches(rel),
 	}
 }

@@ -37,6 +37,9 @@ type Request struct {
 	// Redactor, when set, masks secret values in Helm's log lines and in the
 	// errors of the actions, before they are logged or returned.
 	Redactor *redact.Redactor
+	// Force upgrades a release that is in sync, once (Flux's
+	// reconcile.fluxcd.io/forceAt).
+	Force bool
 }
 
 // Step is one Helm action the engine took.
@@ -67,6 +70,7 @@ type Result struct {
 func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 	res := Result{Failures: req.Failures}
 	policy := PolicyOf(req.Spec)
+	force := req.Force
 	for range maxSteps {
 		logs := &logTail{redactor: req.Redactor}
 		cfg, err := e.configFor(req.Target, logs.bind(logr.FromContextOrDiscard(ctx)))
@@ -79,6 +83,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		res.Latest = obs.Latest
 		res.Next = Plan(obs, req.Desired.Matches, policy, res.Failures)
+		if force && res.Next == ActionNone {
+			res.Next = ActionUpgrade
+		}
 		if res.Next == ActionNone || res.Next == ActionStalled {
 			return res, nil
 		}
@@ -90,6 +97,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 			req.BeforeAction(ctx, res.Next)
 		}
 		step := e.act(ctx, cfg, req, obs, res.Next)
+		force = false
 		step.LogTail = logs.lines()
 		step.Err = req.Redactor.Error(step.Err)
 		res.Steps = append(res.Steps, step)

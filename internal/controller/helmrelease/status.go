@@ -153,9 +153,17 @@ func (r *Reconciler) recordRun(sc *releaseScope) {
 	hr, res := sc.hr, sc.run
 	s := &hr.Status
 	s.LastAttemptedRevision = sc.desired.ChartVersion()
+	s.LastAttemptedRevisionDigest = sc.desired.ChartDigest
 	s.LastAttemptedValuesChecksum = attemptDigest(sc.desired)
+	s.LastAttemptedConfigDigest = helm.ValuesDigest(sc.desired.Values)
 	s.LastAttemptedGeneration = hr.Generation
 	s.LastHandledReconcileAt = hr.Annotations[requestedAtAnnotation]
+	for _, step := range res.Steps {
+		if step.Action == helm.ActionInstall || step.Action == helm.ActionUpgrade {
+			s.LastAttemptedReleaseAction = string(step.Action)
+			s.ObservedPostRenderersDigest = sc.desired.PostRenderersDigest
+		}
+	}
 	s.InstallFailures, s.UpgradeFailures = int64(res.Failures.Install), int64(res.Failures.Upgrade)
 	s.Failures = s.InstallFailures + s.UpgradeFailures
 	s.StorageNamespace = r.targetOf(hr).StorageNamespace
@@ -248,8 +256,8 @@ func lastFailureMessage(steps []helm.Step) string {
 // across reconciles).
 func stalledMessage(sc *releaseScope) string {
 	hr := sc.hr
-	msg := fmt.Sprintf("Retries exhausted after %d failed attempts; change the spec or its values, or set the %s annotation, to try again",
-		hr.Status.Failures, requestedAtAnnotation)
+	msg := fmt.Sprintf("Retries exhausted after %d failed attempts; change the spec or its values, or set the %s and %s annotations to one new value (flux reconcile hr --reset), to try again",
+		hr.Status.Failures, resetAtAnnotation, requestedAtAnnotation)
 	if last := lastFailureMessage(sc.run.Steps); last != "" {
 		return msg + ": " + last
 	}
@@ -332,9 +340,17 @@ func recordSnapshot(hr *kraanv1.HelmRelease, rev *helm.Revision) {
 	}
 	snap := kraanv1.Snapshot{
 		Name: rev.Name, Namespace: rev.Namespace, Version: rev.Version, Status: rev.Status,
-		ChartName: rev.ChartName, ChartVersion: rev.ChartVersion,
+		ChartName: rev.ChartName, ChartVersion: rev.ChartVersion, AppVersion: rev.AppVersion,
 		Digest: rev.ChartDigest, ConfigDigest: rev.ConfigDigest,
 		FirstDeployed: metav1.NewTime(rev.FirstDeployed), LastDeployed: metav1.NewTime(rev.LastDeployed),
+	}
+	for name, run := range rev.TestHooks {
+		if snap.TestHooks == nil {
+			snap.TestHooks = map[string]kraanv1.TestHookStatus{}
+		}
+		snap.TestHooks[name] = kraanv1.TestHookStatus{
+			LastStarted: metav1.NewTime(run.Started), LastCompleted: metav1.NewTime(run.Completed), Phase: run.Phase,
+		}
 	}
 	if rev.TestsRan {
 		snap.TestResult = "Succeeded"

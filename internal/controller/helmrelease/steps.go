@@ -134,11 +134,14 @@ func (r *Reconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctr
 // desired chart and values, reporting progress before each Helm action.
 func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	hr := sc.hr
+	force := handleRequest(hr, forceAtAnnotation, &hr.Status.LastHandledForceAt)
+	reset := handleRequest(hr, resetAtAnnotation, &hr.Status.LastHandledResetAt)
 	sc.run, sc.runErr = r.Engine.Run(ctx, helm.Request{
 		Target:   r.targetOf(hr),
 		Desired:  sc.desired,
 		Spec:     &hr.Spec,
-		Failures: r.failuresFor(hr, sc.desired),
+		Failures: r.failuresFor(hr, sc.desired, reset || force),
+		Force:    force,
 		BeforeAction: func(ctx context.Context, action helm.Action) {
 			r.reportProgress(ctx, sc, action)
 		},
@@ -201,14 +204,13 @@ func (r *Reconciler) reconcileDrift(ctx context.Context, sc *releaseScope) (ctrl
 }
 
 // failuresFor returns the failure counters that apply to desired: they start
-// again from zero whenever the chart, the values or the spec changed, or a
-// reconcile was requested with the reconcile.fluxcd.io/requestedAt annotation.
-func (r *Reconciler) failuresFor(hr *kraanv1.HelmRelease, desired helm.Desired) helm.Failures {
+// again from zero whenever the chart, the values or the spec changed, or
+// reset is asked (reconcile.fluxcd.io/resetAt or forceAt).
+func (r *Reconciler) failuresFor(hr *kraanv1.HelmRelease, desired helm.Desired, reset bool) helm.Failures {
 	s := &hr.Status
 	changed := s.LastAttemptedRevision != desired.ChartVersion() ||
 		s.LastAttemptedValuesChecksum != attemptDigest(desired) ||
-		s.LastAttemptedGeneration != hr.Generation ||
-		hr.Annotations[requestedAtAnnotation] != s.LastHandledReconcileAt
+		s.LastAttemptedGeneration != hr.Generation || reset
 	if changed {
 		return helm.Failures{}
 	}

@@ -8,9 +8,29 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm"
 )
 
-// requestedAtAnnotation asks for a reconcile now; a new value also clears
-// Stalled after exhausted retries. Flux's name, so `flux reconcile` habits work.
-const requestedAtAnnotation = "reconcile.fluxcd.io/requestedAt"
+// Flux's request annotations, so `flux reconcile hr [--force|--reset]`
+// habits work. requestedAt asks for a reconcile now. forceAt and resetAt are
+// tokens that act only when equal to requestedAt, once each: forceAt upgrades
+// a release that is in sync, resetAt resets the failure counters (clearing
+// Stalled after exhausted retries).
+const (
+	requestedAtAnnotation = "reconcile.fluxcd.io/requestedAt"
+	forceAtAnnotation     = "reconcile.fluxcd.io/forceAt"
+	resetAtAnnotation     = "reconcile.fluxcd.io/resetAt"
+)
+
+// handleRequest says whether the annotation asks for its action now: set,
+// equal to requestedAt and not handled before. Like Flux, it records the
+// value as handled whether or not it acts, so a token acts at most once.
+func handleRequest(hr *kraanv1.HelmRelease, annotation string, lastHandled *string) bool {
+	value, ok := hr.Annotations[annotation]
+	if !ok {
+		return false
+	}
+	act := value == hr.Annotations[requestedAtAnnotation] && value != *lastHandled
+	*lastHandled = value
+	return act
+}
 
 // maxReleaseNameLength is Helm's limit: release names end up in label values.
 const maxReleaseNameLength = 53

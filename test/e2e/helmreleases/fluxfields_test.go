@@ -195,3 +195,76 @@ func TestFluxFields_TestFiltersAndSchemaValidation(t *testing.T) {
 		g.Expect(configMapData(g, ns, "unchecked")).To(HaveKeyWithValue("message", "42"))
 	})
 }
+
+// annotate sets the request annotations of a HelmRelease.
+func annotate(t *testing.T, ns, name string, annotations map[string]string) {
+	t.Helper()
+	update(t, ns, name, func(hr *kraanv1.HelmRelease) {
+		if hr.Annotations == nil {
+			hr.Annotations = map[string]string{}
+		}
+		for k, v := range annotations {
+			hr.Annotations[k] = v
+		}
+	})
+}
+
+// TestFluxFields_ForceAndResetRequests: Flux's request annotations. forceAt,
+// equal to requestedAt, upgrades an in-sync release once; requestedAt alone
+// only reconciles; resetAt, equal to requestedAt, resets the failure counters
+// of a Stalled release so it is remediated and tried again.
+func TestFluxFields_ForceAndResetRequests(t *testing.T) {
+	const requestedAt, forceAt, resetAt = "reconcile.fluxcd.io/requestedAt", "reconcile.fluxcd.io/forceAt", "reconcile.fluxcd.io/resetAt"
+	t.Run("force", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := newNamespace(t)
+		newRepository(t, ns)
+		newRelease(t, ns, "forced", "small", withVersion("0.1.0"))
+		readyAt(t, ns, "forced")
+
+		annotate(t, ns, "forced", map[string]string{requestedAt: "f1", forceAt: "f1"})
+		g.Eventually(func(g Gomega) {
+			hr := get(g, ns, "forced")
+			g.Expect(hr.Status.LastHandledForceAt).To(Equal("f1"))
+			g.Expect(hr.Status.LastAttemptedReleaseAction).To(Equal("upgrade"))
+			g.Expect(helmRevisions(g, ns, "forced")).To(ConsistOf("1=superseded", "2=deployed"))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+		annotate(t, ns, "forced", map[string]string{requestedAt: "r2"})
+		g.Eventually(func(g Gomega) {
+			g.Expect(get(g, ns, "forced").Status.LastHandledReconcileAt).To(Equal("r2"))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		g.Expect(helmRevisions(g, ns, "forced")).To(ConsistOf("1=superseded", "2=deployed"), "a handled force token forced again")
+	})
+	t.Run("reset", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := newNamespace(t)
+		newRepository(t, ns)
+		newRelease(t, ns, "stuck", "realistic", withValues(realisticValues(false, true)), func(hr *kraanv1.HelmRelease) {
+			hr.Spec.Test = &kraanv1.Test{Enable: true}
+		})
+		stalled := func(g Gomega) *kraanv1.HelmRelease {
+			hr := get(g, ns, "stuck")
+			g.Expect(condition(hr, kraanv1.StalledCondition)).NotTo(BeNil())
+			return hr
+		}
+		g.Eventually(stalled).WithTimeout(timeout).WithPolling(interval).Should(Not(BeNil()))
+		g.Expect(condition(stalled(g), kraanv1.StalledCondition).Message).To(ContainSubstring(resetAt))
+
+		// requestedAt alone reconciles but, as in Flux, keeps the counters.
+		annotate(t, ns, "stuck", map[string]string{requestedAt: "r1"})
+		g.Eventually(func(g Gomega) {
+			g.Expect(stalled(g).Status.LastHandledReconcileAt).To(Equal("r1"))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		g.Expect(condition(stalled(g), kraanv1.RemediatedCondition)).To(BeNil())
+
+		annotate(t, ns, "stuck", map[string]string{requestedAt: "x2", resetAt: "x2"})
+		g.Eventually(func(g Gomega) {
+			hr := get(g, ns, "stuck")
+			g.Expect(hr.Status.LastHandledResetAt).To(Equal("x2"))
+			remediated := condition(hr, kraanv1.RemediatedCondition)
+			g.Expect(remediated).NotTo(BeNil(), "the reset release was not tried again")
+			g.Expect(remediated.Reason).To(Equal(kraanv1.ReasonUninstallSucceeded))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	})
+}
