@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,4 +67,31 @@ func withShortName(t *testing.T, data []byte) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestInstallCRDsPolicy: Flux's reading of install.crds and the older
+// install.skipCRDs, and which part the engine applies before an install
+// (Helm's install only creates missing CRDs, so CreateReplace is the
+// engine's).
+func TestInstallCRDsPolicy(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		install    *kraanv1.Install
+		want       string
+		wantEngine string
+		helmSkips  bool
+	}{
+		{"default", nil, kraanv1.CRDsCreate, kraanv1.CRDsSkip, false},
+		{"skipCRDs", &kraanv1.Install{SkipCRDs: true}, kraanv1.CRDsSkip, kraanv1.CRDsSkip, true},
+		{"crds wins over skipCRDs", &kraanv1.Install{SkipCRDs: true, CRDs: kraanv1.CRDsCreate}, kraanv1.CRDsCreate, kraanv1.CRDsSkip, false},
+		{"CreateReplace is applied by the engine", &kraanv1.Install{CRDs: kraanv1.CRDsCreateReplace}, kraanv1.CRDsCreateReplace, kraanv1.CRDsCreateReplace, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			spec := &kraanv1.HelmReleaseSpec{Install: tt.install}
+			g.Expect(InstallCRDsPolicy(spec)).To(Equal(tt.want))
+			g.Expect(installCRDsByEngine(spec)).To(Equal(tt.wantEngine))
+			g.Expect(newInstall(&action.Configuration{}, Target{}, spec, nil).SkipCRDs).To(Equal(tt.helmSkips))
+		})
+	}
 }

@@ -51,14 +51,19 @@ func (s *SourceCharts) GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*
 		// or its secretRef), not the URL the error is about.
 		return nil, "", fmt.Errorf("%s: %w", sourceOf(hr), err)
 	}
-	digest := res.Digest
-	if hr.Spec.Chart != nil && hr.Spec.Chart.Spec.ReconcileStrategy == kraanv1.ReconcileStrategyRevision && req.ArtifactRevision != "" {
-		// Revision: a new artifact revision is a new chart, even when the
-		// chart's files did not change, as Flux's HelmChart versions it.
-		sum := sha256.Sum256([]byte(digest + "\n" + req.ArtifactRevision))
-		digest = "sha256:" + hex.EncodeToString(sum[:])
+	return res.Chart, chartDigestFor(hr, res.Digest, req.ArtifactRevision), nil
+}
+
+// chartDigestFor identifies the desired chart: its content digest, and under
+// reconcileStrategy Revision also the source's artifact revision, so that a
+// new revision is a new chart even when the chart's files did not change, as
+// Flux's HelmChart versions it.
+func chartDigestFor(hr *kraanv1.HelmRelease, digest, artifactRevision string) string {
+	if hr.Spec.Chart == nil || hr.Spec.Chart.Spec.ReconcileStrategy != kraanv1.ReconcileStrategyRevision || artifactRevision == "" {
+		return digest
 	}
-	return res.Chart, digest, nil
+	sum := sha256.Sum256([]byte(digest + "\n" + artifactRevision))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // sourceOf names the object the release's chart comes from, e.g.

@@ -3,6 +3,9 @@ package helmrelease
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,4 +52,37 @@ func TestReconciler_targetOf(t *testing.T) {
 			g.Expect(target.Impersonate).To(Equal(tc.wantImpersonate))
 		})
 	}
+}
+
+func TestRequeueInterval(t *testing.T) {
+	g := NewWithT(t)
+	hr := &kraanv1.HelmRelease{Spec: kraanv1.HelmReleaseSpec{
+		Interval: metav1.Duration{Duration: 10 * time.Minute},
+		Chart:    &kraanv1.HelmChartTemplate{},
+	}}
+	g.Expect(requeueInterval(hr)).To(Equal(10 * time.Minute))
+	hr.Spec.Chart.Spec.Interval = &metav1.Duration{Duration: time.Minute}
+	g.Expect(requeueInterval(hr)).To(Equal(time.Minute), "the chart's shorter interval")
+	hr.Spec.Chart.Spec.Interval = &metav1.Duration{Duration: time.Hour}
+	g.Expect(requeueInterval(hr)).To(Equal(10 * time.Minute))
+}
+
+func TestReconciler_targetOf_persistentClient(t *testing.T) {
+	g := NewWithT(t)
+	r := &Reconciler{}
+	hr := &kraanv1.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team"}}
+	g.Expect(r.targetOf(hr).FreshClients).To(BeFalse(), "persistent by default, as in Flux")
+	hr.Spec.PersistentClient = ptr.To(false)
+	g.Expect(r.targetOf(hr).FreshClients).To(BeTrue())
+}
+
+func TestChartDigestFor_ReconcileStrategy(t *testing.T) {
+	g := NewWithT(t)
+	hr := &kraanv1.HelmRelease{Spec: kraanv1.HelmReleaseSpec{Chart: &kraanv1.HelmChartTemplate{}}}
+	g.Expect(chartDigestFor(hr, "sha256:c", "main@sha1:1")).To(Equal("sha256:c"), "ChartVersion: the chart's content only")
+	hr.Spec.Chart.Spec.ReconcileStrategy = kraanv1.ReconcileStrategyRevision
+	first, second := chartDigestFor(hr, "sha256:c", "main@sha1:1"), chartDigestFor(hr, "sha256:c", "main@sha1:2")
+	g.Expect(first).NotTo(Equal(second), "Revision: a new artifact revision is a new chart")
+	g.Expect(first).To(Equal(chartDigestFor(hr, "sha256:c", "main@sha1:1")))
+	g.Expect(chartDigestFor(hr, "sha256:c", "")).To(Equal("sha256:c"), "a HelmRepository chart has no artifact revision")
 }

@@ -6,8 +6,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
@@ -48,4 +50,52 @@ func TestHelmRelease_DriftIsWarnedThenCorrected(t *testing.T) {
 		g.Expect(*deployment(g, ns, "drifty").Spec.Replicas).To(Equal(int32(1)))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	g.Expect(helmRevisions(g, ns, "drifty")).To(ConsistOf("1=deployed"), "correcting drift is not an upgrade")
+}
+
+// TestHelmRelease_DriftExclusions: Flux's ways to leave objects out of drift
+// correction. An ignore rule applies only to the objects its target's label
+// selector selects (here none, so the Deployment's replicas are corrected);
+// an object annotated helm.toolkit.fluxcd.io/driftDetection: disabled in the
+// cluster is not compared at all, while the others are corrected.
+func TestHelmRelease_DriftExclusions(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	newRelease(t, ns, "excluded", "small", func(hr *kraanv1.HelmRelease) {
+		hr.Spec.DriftDetection = &kraanv1.DriftDetection{Mode: kraanv1.DriftDetectionEnabled, Ignore: []kraanv1.IgnoreRule{{
+			Paths:  []string{"/spec/replicas"},
+			Target: &kraanv1.ObjectSelector{Kind: "Deployment", LabelSelector: "app.kubernetes.io/instance=another-release"},
+		}}}
+	})
+	readyAt(t, ns, "excluded")
+
+	g.Eventually(func(g Gomega) {
+		d := deployment(g, ns, "excluded")
+		d.Spec.Replicas = ptr.To[int32](3)
+		g.Expect(k8s.Update(ctx, d)).To(Succeed())
+		cm := &corev1.ConfigMap{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "excluded"}, cm)).To(Succeed())
+		cm.Data["message"] = "edited by hand"
+		cm.Annotations = map[string]string{"helm.toolkit.fluxcd.io/driftDetection": "disabled"}
+		g.Expect(k8s.Update(ctx, cm)).To(Succeed())
+		svc := &corev1.Service{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "excluded"}, svc)).To(Succeed())
+		svc.Labels["app.kubernetes.io/managed-by"] = "by-hand"
+		g.Expect(k8s.Update(ctx, svc)).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	update(t, ns, "excluded", func(hr *kraanv1.HelmRelease) {
+		hr.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": time.Now().String()}
+	})
+	g.Eventually(func(g Gomega) {
+		drifted := condition(get(g, ns, "excluded"), kraanv1.DriftedCondition)
+		g.Expect(drifted).NotTo(BeNil())
+		g.Expect(drifted.Reason).To(Equal(kraanv1.ReasonDriftCorrected))
+		g.Expect(drifted.Message).To(ContainSubstring("Service/" + ns + "/excluded"))
+		g.Expect(drifted.Message).To(ContainSubstring("Deployment/" + ns + "/excluded changed at [/spec/replicas]"),
+			"an ignore rule whose selector does not select the Deployment applied to it")
+		g.Expect(drifted.Message).NotTo(ContainSubstring("ConfigMap"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(*deployment(g, ns, "excluded").Spec.Replicas).To(Equal(int32(1)))
+	g.Expect(configMapData(g, ns, "excluded")).To(HaveKeyWithValue("message", "edited by hand"), "the annotated object was corrected")
 }
