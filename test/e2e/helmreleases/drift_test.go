@@ -92,7 +92,7 @@ func TestHelmRelease_DriftExclusions(t *testing.T) {
 		g.Expect(drifted).NotTo(BeNil())
 		g.Expect(drifted.Reason).To(Equal(kraanv1.ReasonDriftCorrected))
 		g.Expect(drifted.Message).To(ContainSubstring("Service/" + ns + "/excluded"))
-		g.Expect(drifted.Message).To(ContainSubstring("Deployment/" + ns + "/excluded changed at [/spec/replicas]"),
+		g.Expect(drifted.Message).To(ContainSubstring("Deployment/"+ns+"/excluded changed at [/spec/replicas]"),
 			"an ignore rule whose selector does not select the Deployment applied to it")
 		g.Expect(drifted.Message).NotTo(ContainSubstring("ConfigMap"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
