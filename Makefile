@@ -130,7 +130,7 @@ bench: $(ASSETS) source-controller ## Benchmark the operator against sequential 
 
 # Every native fuzz target, as package:Target; `go test -fuzz` takes one of each.
 FUZZ_TARGETS := ./internal/source:FuzzExtract ./internal/source:FuzzCleanEntryName \
-	./internal/manifest:FuzzReadFile ./internal/layer:FuzzParseDependency \
+	./internal/manifest:FuzzReadFile ./internal/layer:FuzzParseDependency ./internal/layer:FuzzGraphCycles \
 	./internal/helm:FuzzComposeValuesTargetPath ./internal/watches:FuzzLoad ./internal/watches:FuzzValues
 FUZZTIME ?= 30s
 

@@ -1,6 +1,9 @@
 package layer
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // FuzzParseDependency feeds arbitrary dependsOn items to ParseDependency. It
 // proves that parsing never panics and that an accepted item round-trips: its
@@ -22,6 +25,70 @@ func FuzzParseDependency(f *testing.F) {
 		again, err := ParseDependency(dep.String())
 		if err != nil || again != dep {
 			t.Fatalf("%q parsed to %#v; its String %q parses to %#v, %v", item, dep, dep.String(), again, err)
+		}
+	})
+}
+
+// FuzzGraphCycles builds a dependency graph of up to 8 layers from arbitrary
+// bytes (each byte an edge: its high nibble depends on its low nibble, mod
+// the layer count) and checks the cycle answers against a plain
+// reachability search: a layer is InCycle exactly when it can reach itself,
+// and CycleOf returns a closed walk along real edges through it.
+func FuzzGraphCycles(f *testing.F) {
+	for _, seed := range [][]byte{{}, {0x00}, {0x01, 0x10}, {0x01, 0x12, 0x20}, {0x01, 0x12, 0x23}, {0x77, 0x65, 0x56}} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const layers = 8
+		name := func(i byte) string { return string(rune('a' + i%layers)) }
+		deps := map[string][]string{}
+		for _, b := range data {
+			from, to := name(b>>4), name(b&0x0f)
+			deps[from] = append(deps[from], to+"@0.1.0")
+		}
+		nodes := make([]Node, 0, layers)
+		for i := range byte(layers) {
+			nodes = append(nodes, Node{Name: name(i), DependsOn: deps[name(i)]})
+		}
+		g := NewGraph(nodes)
+		reaches := func(from, to string) bool {
+			seen := map[string]bool{}
+			queue := []string{from}
+			for len(queue) > 0 {
+				at := queue[0]
+				queue = queue[1:]
+				for _, next := range g.edges[at] {
+					if next == to {
+						return true
+					}
+					if !seen[next] {
+						seen[next] = true
+						queue = append(queue, next)
+					}
+				}
+			}
+			return false
+		}
+		for _, n := range nodes {
+			want := reaches(n.Name, n.Name)
+			if got := g.InCycle(n.Name); got != want {
+				t.Fatalf("InCycle(%s) = %v, reachability says %v; edges %v", n.Name, got, want, g.edges)
+			}
+			cycle := g.CycleOf(n.Name)
+			if !want {
+				if cycle != nil {
+					t.Fatalf("CycleOf(%s) = %v for a layer in no cycle", n.Name, cycle)
+				}
+				continue
+			}
+			if len(cycle) < 2 || cycle[0] != n.Name || cycle[len(cycle)-1] != n.Name {
+				t.Fatalf("CycleOf(%s) = %v: not a closed walk through it", n.Name, cycle)
+			}
+			for i := 0; i+1 < len(cycle); i++ {
+				if !slices.Contains(g.edges[cycle[i]], cycle[i+1]) {
+					t.Fatalf("CycleOf(%s) = %v: %s does not depend on %s", n.Name, cycle, cycle[i], cycle[i+1])
+				}
+			}
 		}
 	})
 }
