@@ -28,7 +28,7 @@ import (
 // download.
 func moduleDir(t *testing.T, module, version string) string {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "download", "-json", module+"@"+version)
+	cmd := exec.CommandContext(t.Context(), "go", "mod", "download", "-json", module+"@"+version)
 	cmd.Dir = t.TempDir() // outside the project's module: no go.mod changes
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	out, err := cmd.Output()
@@ -86,7 +86,7 @@ func TestRealChart_MetricsServer(t *testing.T) {
 	for obj, key := range map[client.Object]client.ObjectKey{
 		d: namespaced, &corev1.Service{}: namespaced, &corev1.ServiceAccount{}: namespaced,
 		&policyv1.PodDisruptionBudget{}: namespaced,
-		&rbacv1.ClusterRole{}: cluster, &rbacv1.ClusterRoleBinding{}: cluster,
+		&rbacv1.ClusterRole{}:           cluster, &rbacv1.ClusterRoleBinding{}: cluster,
 	} {
 		g.Expect(k8s.Get(ctx, key, obj)).To(Succeed(), "%T %s", obj, key)
 		g.Expect(obj.GetLabels()).To(HaveKeyWithValue("platform.example/owner", "observability"), "%T %s", obj, key)
