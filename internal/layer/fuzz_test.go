@@ -51,44 +51,53 @@ func FuzzGraphCycles(f *testing.F) {
 			nodes = append(nodes, Node{Name: name(i), DependsOn: deps[name(i)]})
 		}
 		g := NewGraph(nodes)
-		reaches := func(from, to string) bool {
-			seen := map[string]bool{}
-			queue := []string{from}
-			for len(queue) > 0 {
-				at := queue[0]
-				queue = queue[1:]
-				for _, next := range g.edges[at] {
-					if next == to {
-						return true
-					}
-					if !seen[next] {
-						seen[next] = true
-						queue = append(queue, next)
-					}
-				}
-			}
-			return false
-		}
 		for _, n := range nodes {
-			want := reaches(n.Name, n.Name)
-			if got := g.InCycle(n.Name); got != want {
-				t.Fatalf("InCycle(%s) = %v, reachability says %v; edges %v", n.Name, got, want, g.edges)
-			}
-			cycle := g.CycleOf(n.Name)
-			if !want {
-				if cycle != nil {
-					t.Fatalf("CycleOf(%s) = %v for a layer in no cycle", n.Name, cycle)
-				}
-				continue
-			}
-			if len(cycle) < 2 || cycle[0] != n.Name || cycle[len(cycle)-1] != n.Name {
-				t.Fatalf("CycleOf(%s) = %v: not a closed walk through it", n.Name, cycle)
-			}
-			for i := 0; i+1 < len(cycle); i++ {
-				if !slices.Contains(g.edges[cycle[i]], cycle[i+1]) {
-					t.Fatalf("CycleOf(%s) = %v: %s does not depend on %s", n.Name, cycle, cycle[i], cycle[i+1])
-				}
-			}
+			checkCycleAnswers(t, g, n.Name)
 		}
 	})
+}
+
+// checkCycleAnswers compares InCycle and CycleOf for one layer with a plain
+// breadth-first search of the graph's edges.
+func checkCycleAnswers(t *testing.T, g *Graph, name string) {
+	t.Helper()
+	want := reaches(g, name, name)
+	if got := g.InCycle(name); got != want {
+		t.Fatalf("InCycle(%s) = %v, reachability says %v; edges %v", name, got, want, g.edges)
+	}
+	cycle := g.CycleOf(name)
+	if !want {
+		if cycle != nil {
+			t.Fatalf("CycleOf(%s) = %v for a layer in no cycle", name, cycle)
+		}
+		return
+	}
+	if len(cycle) < 2 || cycle[0] != name || cycle[len(cycle)-1] != name {
+		t.Fatalf("CycleOf(%s) = %v: not a closed walk through it", name, cycle)
+	}
+	for i := 0; i+1 < len(cycle); i++ {
+		if !slices.Contains(g.edges[cycle[i]], cycle[i+1]) {
+			t.Fatalf("CycleOf(%s) = %v: %s does not depend on %s", name, cycle, cycle[i], cycle[i+1])
+		}
+	}
+}
+
+// reaches says whether to can be reached from from along one or more edges.
+func reaches(g *Graph, from, to string) bool {
+	seen := map[string]bool{}
+	queue := []string{from}
+	for len(queue) > 0 {
+		at := queue[0]
+		queue = queue[1:]
+		for _, next := range g.edges[at] {
+			if next == to {
+				return true
+			}
+			if !seen[next] {
+				seen[next] = true
+				queue = append(queue, next)
+			}
+		}
+	}
+	return false
 }
