@@ -38,6 +38,9 @@ const (
 	// Kraan manifests apply unchanged. The other kinds' resource.group
 	// spellings are accepted alike.
 	KraanGitRepositoryKind = "gitrepositories.source.toolkit.fluxcd.io"
+	// HelmChartKind is a Flux source.toolkit.fluxcd.io HelmChart, a chart
+	// source of HelmReleases (spec.chartRef).
+	HelmChartKind = "HelmChart"
 	// KraanOCIRepositoryKind is OCIRepository in resource.group spelling.
 	KraanOCIRepositoryKind = "ocirepositories.source.toolkit.fluxcd.io"
 	// KraanBucketKind is Bucket in resource.group spelling.

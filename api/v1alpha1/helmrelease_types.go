@@ -17,7 +17,7 @@ type HelmReleaseSpec struct {
 	// +optional
 	Chart *HelmChartTemplate `json:"chart,omitempty"`
 
-	// ChartRef points at an OCIRepository whose artifact is the chart.
+	// ChartRef points at an OCIRepository or HelmChart whose artifact is the chart.
 	// +optional
 	ChartRef *CrossNamespaceSourceReference `json:"chartRef,omitempty"`
 
@@ -307,9 +307,10 @@ type CrossNamespaceSourceReference struct {
 	// APIVersion of the source.
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
-	// Kind of the source.
+	// Kind of the source: an OCIRepository whose artifact is a chart, or a
+	// source-controller HelmChart (its artifact is the packaged chart).
 	// +required
-	// +kubebuilder:validation:Enum=OCIRepository
+	// +kubebuilder:validation:Enum=OCIRepository;HelmChart
 	Kind string `json:"kind"`
 	// Name of the source.
 	// +required

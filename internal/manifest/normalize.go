@@ -62,13 +62,12 @@ func clampRetries(spec map[string]any) error {
 }
 
 // checkChartRef refuses a chartRef our HelmRelease cannot follow (Flux v2 also
-// allows HelmChart and ExternalArtifact). Dropping it would leave neither chart
-// nor chartRef.
+// allows ExternalArtifact). Dropping it would leave neither chart nor chartRef.
 func checkChartRef(spec map[string]any) error {
 	kind, ok, _ := unstructured.NestedString(spec, "chartRef", "kind")
-	if ok && kind != kraanv1.OCIRepositoryKind {
-		return fmt.Errorf("spec.chartRef.kind %s is not supported: only %s; "+
-			"use spec.chart with a sourceRef instead", kind, kraanv1.OCIRepositoryKind)
+	if ok && kind != kraanv1.OCIRepositoryKind && kind != kraanv1.HelmChartKind {
+		return fmt.Errorf("spec.chartRef.kind %s is not supported (%s): only %s and %s; "+
+			"use spec.chart with a sourceRef instead", kind, UnsupportedField, kraanv1.OCIRepositoryKind, kraanv1.HelmChartKind)
 	}
 	return nil
 }

@@ -78,9 +78,18 @@ func sourceOf(hr *kraanv1.HelmRelease) string {
 
 func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (chart.Request, error) {
 	if ref := hr.Spec.ChartRef; ref != nil {
-		// The artifact of an OCIRepository holding a chart is the chart itself.
-		dir, revision, err := s.artifactDir(ctx, &sourcev1.OCIRepository{}, namespaced(ref.Namespace, hr.Namespace, ref.Name))
-		return chart.Request{Chart: ".", ArtifactDir: dir, ArtifactRevision: revision}, err
+		// The artifact of an OCIRepository holding a chart, or of a HelmChart,
+		// is the chart itself: at the artifact's root, or in its one directory
+		// (a packaged chart's archive holds <name>/Chart.yaml).
+		var src artifactSource = &sourcev1.OCIRepository{}
+		if ref.Kind == sourcev1.HelmChartKind {
+			src = &sourcev1.HelmChart{}
+		}
+		dir, revision, err := s.artifactDir(ctx, src, namespaced(ref.Namespace, hr.Namespace, ref.Name))
+		if err != nil {
+			return chart.Request{}, err
+		}
+		return chart.Request{Chart: chart.RootOf(dir), ArtifactDir: dir, ArtifactRevision: revision}, nil
 	}
 	spec := hr.Spec.Chart.Spec
 	req := chart.NewRequest(spec)

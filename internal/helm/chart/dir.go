@@ -151,3 +151,18 @@ func filesDigest(ch *helmchart.Chart) string {
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
+
+// RootOf is where the chart is in an artifact that is one chart: "." when
+// Chart.yaml is at the root, else the artifact's only directory (a packaged
+// chart unpacks to <name>/). Anything else is "." and fails to load with a
+// message naming it.
+func RootOf(dir string) string {
+	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err == nil {
+		return "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || !entries[0].IsDir() {
+		return "."
+	}
+	return entries[0].Name()
+}

@@ -207,3 +207,17 @@ func TestFetcher_Fetch_artifactDirectory(t *testing.T) {
 	g.Expect(res.Name).To(Equal("withdeps"))
 	g.Expect(res.URL).To(Equal(chartrepo.ChartDir("withdeps")))
 }
+
+func TestRootOf(t *testing.T) {
+	g := NewWithT(t)
+	atRoot := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(atRoot, "Chart.yaml"), []byte("name: a\n"), 0o600)).To(Succeed())
+	g.Expect(chart.RootOf(atRoot)).To(Equal("."))
+
+	packaged := t.TempDir()
+	g.Expect(os.Mkdir(filepath.Join(packaged, "podinfo"), 0o755)).To(Succeed())
+	g.Expect(chart.RootOf(packaged)).To(Equal("podinfo"), "a packaged chart unpacks to <name>/")
+
+	g.Expect(os.Mkdir(filepath.Join(packaged, "other"), 0o755)).To(Succeed())
+	g.Expect(chart.RootOf(packaged)).To(Equal("."), "two directories: no guess")
+}
