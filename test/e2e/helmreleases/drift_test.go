@@ -33,9 +33,7 @@ func TestHelmRelease_DriftIsWarnedThenCorrected(t *testing.T) {
 		d.Spec.Replicas = ptr.To[int32](3)
 		g.Expect(k8s.Update(ctx, d)).To(Succeed())
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	update(t, ns, "drifty", func(hr *kraanv1.HelmRelease) {
-		hr.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": time.Now().String()}
-	})
+	annotate(t, ns, "drifty", map[string]string{"reconcile.fluxcd.io/requestedAt": time.Now().String()})
 	g.Eventually(func(g Gomega) {
 		drifted := condition(get(g, ns, "drifty"), kraanv1.DriftedCondition)
 		g.Expect(drifted.Status).To(Equal(metav1.ConditionTrue))
@@ -84,9 +82,7 @@ func TestHelmRelease_DriftExclusions(t *testing.T) {
 		svc.Labels["app.kubernetes.io/managed-by"] = "by-hand"
 		g.Expect(k8s.Update(ctx, svc)).To(Succeed())
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	update(t, ns, "excluded", func(hr *kraanv1.HelmRelease) {
-		hr.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": time.Now().String()}
-	})
+	annotate(t, ns, "excluded", map[string]string{"reconcile.fluxcd.io/requestedAt": time.Now().String()})
 	g.Eventually(func(g Gomega) {
 		drifted := condition(get(g, ns, "excluded"), kraanv1.DriftedCondition)
 		g.Expect(drifted).NotTo(BeNil())

@@ -60,20 +60,7 @@ func TestHelmRelease_SecretValuesNeverLeak(t *testing.T) {
 	// The API server quoted the value; the operator masked it.
 	g.Expect(failure).To(And(ContainSubstring("nodeSelector"), ContainSubstring(redact.Mask)), failure)
 
-	canaries := []string{rejected, "canary-", token}
-	hr := get(g, ns, "leaky")
-	for _, c := range hr.Status.Conditions {
-		expectNoCanary(t, "condition "+c.Type, c.Message, canaries)
-	}
-	events := &corev1.EventList{}
-	g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
-	g.Expect(events.Items).NotTo(BeEmpty())
-	for _, ev := range events.Items {
-		expectNoCanary(t, "event "+ev.Reason, ev.Message, canaries)
-	}
-	g.Expect(suite.OperatorLog.String()).To(ContainSubstring("leaky"), "the operator's log was captured")
-	expectNoCanary(t, "the operator's debug log", suite.OperatorLog.String(), canaries)
-	expectNoCanary(t, "/metrics", testenv.GatheredMetrics(t), canaries)
+	expectNoCanaryAnywhere(t, ns, "leaky", []string{rejected, "canary-", token})
 }
 
 // TestHelmRelease_RepositoryCredentialsNeverLeak: a HelmRepository whose
@@ -107,17 +94,24 @@ func TestHelmRelease_RepositoryCredentialsNeverLeak(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-	canaries := []string{user, password, basic, "canary-"}
-	for _, c := range get(g, ns, "private").Status.Conditions {
+	expectNoCanaryAnywhere(t, ns, "private", []string{user, password, basic, "canary-"})
+}
+
+// expectNoCanaryAnywhere searches every condition of the release, every event
+// of its namespace, the operator's debug log and /metrics for the canaries.
+func expectNoCanaryAnywhere(t *testing.T, ns, release string, canaries []string) {
+	t.Helper()
+	g := NewWithT(t)
+	for _, c := range get(g, ns, release).Status.Conditions {
 		expectNoCanary(t, "condition "+c.Type, c.Message, canaries)
 	}
 	events := &corev1.EventList{}
-	g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	g.Expect(k8s.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
 	g.Expect(events.Items).NotTo(BeEmpty())
 	for _, ev := range events.Items {
 		expectNoCanary(t, "event "+ev.Reason, ev.Message, canaries)
 	}
-	g.Expect(suite.OperatorLog.String()).To(ContainSubstring("private"), "the operator's log was captured")
+	g.Expect(suite.OperatorLog.String()).To(ContainSubstring(release), "the operator's log was captured")
 	expectNoCanary(t, "the operator's debug log", suite.OperatorLog.String(), canaries)
 	expectNoCanary(t, "/metrics", testenv.GatheredMetrics(t), canaries)
 }
