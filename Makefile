@@ -113,7 +113,7 @@ bench: $(ASSETS) source-controller ## Benchmark the operator against sequential 
 # short version. KRAAN_SOAK_SEED, KRAAN_SOAK_KILLS, KRAAN_SOAK_APISERVER_RESTARTS,
 # KRAAN_SOAK_LAYER_RELEASES and KRAAN_SOAK_STANDALONE pass through.
 .PHONY: soak
-soak: $(ASSETS) source-controller ## Soak the operator binary: 4 layers × 10 HelmReleases under a mixed workload, 20 SIGKILLs, 2 apiserver restarts (about 10 minutes).
+soak: $(ASSETS) source-controller ## Soak the operator binary: 4 layers × 10 HelmReleases under a mixed workload, 20 SIGKILLs, 2 apiserver restarts (about 8 minutes).
 	KRAAN_SOAK_SIZE=$${KRAAN_SOAK_SIZE:-full} $(GO) test -count=1 -timeout 60m -v -run '^TestSoak$$' ./test/e2e/soak/
 
 # Every native fuzz target, as package:Target; `go test -fuzz` takes one of each.
