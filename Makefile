@@ -128,6 +128,13 @@ test-e2e: $(ASSETS) source-controller olm-tools ## Run the end-to-end tests on t
 bench: $(ASSETS) source-controller ## Benchmark the operator against sequential Helm SDK installs (KRAAN_BENCH_RELEASES=100).
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/bench/
 
+# The full soak (test/e2e/soak, docs/operations.md): `go test ./...` runs its
+# short version. KRAAN_SOAK_SEED, KRAAN_SOAK_KILLS, KRAAN_SOAK_APISERVER_RESTARTS,
+# KRAAN_SOAK_LAYER_RELEASES and KRAAN_SOAK_STANDALONE pass through.
+.PHONY: soak
+soak: $(ASSETS) source-controller ## Soak the operator binary: 4 layers × 10 HelmReleases under a mixed workload, 20 SIGKILLs, 2 apiserver restarts (about 8 minutes).
+	KRAAN_SOAK_SIZE=$${KRAAN_SOAK_SIZE:-full} $(GO) test -count=1 -timeout 60m -v -run '^TestSoak$$' ./test/e2e/soak/
+
 # Every native fuzz target, as package:Target; `go test -fuzz` takes one of each.
 FUZZ_TARGETS := ./internal/source:FuzzExtract ./internal/source:FuzzCleanEntryName \
 	./internal/manifest:FuzzReadFile ./internal/layer:FuzzParseDependency ./internal/layer:FuzzGraphCycles \

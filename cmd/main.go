@@ -72,11 +72,23 @@ func newScheme() *runtime.Scheme {
 	return scheme
 }
 
+// restConfig loads --kubeconfig, or the configuration controller-runtime
+// finds (in-cluster first). Both come without a client-side rate limit, as
+// ctrl.GetConfig makes it: the API server's priority and fairness applies.
+// Read as it is, a kubeconfig would get client-go's 5 requests per second,
+// which throttled a layer's apply of 10 HelmReleases to 14 seconds.
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig == "" {
 		return ctrl.GetConfig()
 	}
-	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	return cfg, nil
 }
 
 func startManager(ctx context.Context, opts *options) error {

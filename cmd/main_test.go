@@ -101,6 +101,25 @@ func TestRun_ServesProbesMetricsAndLeaseThenShutsDown(t *testing.T) {
 		"the Lease is still held after shutdown; the next leader would wait for it to expire")
 }
 
+// TestRestConfig_KubeconfigIsNotRateLimited: the operator run with
+// --kubeconfig talks to the API server as fast as the in-cluster one does,
+// so tests and `make run` see the operator as it is deployed.
+func TestRestConfig_KubeconfigIsNotRateLimited(t *testing.T) {
+	g := NewWithT(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600)).To(Succeed())
+	cfg, err := restConfig(kubeconfig)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.QPS).To(BeNumerically("<", 0), "client-go's default rate limit applies")
+	g.Expect(cfg.Host).To(Equal("https://127.0.0.1:6443"))
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")

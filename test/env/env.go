@@ -6,11 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -42,18 +38,17 @@ type Options struct {
 
 // Env is a running environment. Stop it exactly once.
 type Env struct {
+	// Sources serve the Git and Helm repositories; Env.Commit and
+	// Env.AddChart are theirs.
+	*Sources
 	// Dir is Options.Dir.
 	Dir string
 	// Kubeconfig is the admin kubeconfig of the control plane.
 	Kubeconfig string
 	// Client talks to the control plane with the operator's and Flux's types.
 	Client client.WithWatch
-	// GitURL and HelmURL are the loopback URLs of the Git and Helm repositories.
-	GitURL, HelmURL string
 
 	cfg   *rest.Config
-	git   *gitServer
-	helm  *helmRepo
 	stops []func() error // run in reverse order by Stop
 }
 
@@ -91,30 +86,18 @@ func Start(ctx context.Context, o Options) (e *Env, err error) {
 	if err := e.startPlane(ctx, o); err != nil {
 		return nil, err
 	}
-	o.progress("starting the Git server and the Helm repository")
-	if e.git, err = startGitServer(ctx, filepath.Join(o.Dir, "git")); err != nil {
+	if e.Sources, err = StartSources(ctx, SourcesOptions{Dir: o.Dir, SourceController: o.SourceController,
+		Kubeconfig: e.Kubeconfig, Client: e.Client, Progress: o.Progress}); err != nil {
 		return nil, err
 	}
-	e.stops = append(e.stops, e.git.stop)
-	e.GitURL = e.git.url
-	if e.helm, err = startHelmRepo(ctx, filepath.Join(o.Dir, "helm")); err != nil {
-		return nil, err
-	}
-	e.stops = append(e.stops, e.helm.stop)
-	e.HelmURL = e.helm.url
-	o.progress("starting Flux source-controller")
-	sc, err := StartSourceController(o.SourceController, e.Kubeconfig, filepath.Join(o.Dir, "source-controller"))
-	if err != nil {
-		return nil, err
-	}
-	e.stops = append(e.stops, func() error { return sc.Stop(10 * time.Second) })
+	e.stops = append(e.stops, e.Sources.Stop)
 	o.progress("starting the operator")
 	stop, err := startOperator(e.cfg, o.Dir)
 	if err != nil {
 		return nil, err
 	}
 	e.stops = append(e.stops, stop)
-	return e, e.createSources(ctx)
+	return e, nil
 }
 
 // startPlane starts the local control plane and installs the CRDs.
@@ -139,32 +122,6 @@ func (e *Env) startPlane(ctx context.Context, o Options) error {
 	e.Client, err = client.NewWithWatch(plane.RESTConfig(), client.Options{Scheme: testenv.Scheme})
 	return err
 }
-
-// createSources creates the flux-system namespace, the GitRepository of the
-// Git server (branch main) and the HelmRepository of the Helm repository.
-func (e *Env) createSources(ctx context.Context) error {
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: FluxNamespace}},
-		&sourcev1.GitRepository{
-			ObjectMeta: metav1.ObjectMeta{Namespace: FluxNamespace, Name: GitRepositoryName},
-			Spec: sourcev1.GitRepositorySpec{URL: e.GitURL, Interval: metav1.Duration{Duration: time.Hour},
-				Reference: &sourcev1.GitRepositoryRef{Branch: "main"}},
-		},
-		&sourcev1.HelmRepository{
-			ObjectMeta: metav1.ObjectMeta{Namespace: FluxNamespace, Name: HelmRepositoryName},
-			Spec:       sourcev1.HelmRepositorySpec{URL: e.HelmURL, Interval: metav1.Duration{Duration: time.Hour}},
-		},
-	}
-	for _, o := range objs {
-		if err := e.Client.Create(ctx, o); err != nil {
-			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
-		}
-	}
-	return nil
-}
-
-// AddChart packages the chart directory and publishes it in the Helm repository.
-func (e *Env) AddChart(dir string) error { return e.helm.add(dir) }
 
 // Stop stops every component in the reverse order of starting and returns
 // all their errors.

@@ -74,13 +74,13 @@ func runGit(ctx context.Context, dir string, args ...string) (string, error) {
 // directory copied there; "." is the root), commits with message, pushes to the served repository, asks
 // source-controller to fetch at once and waits until its artifact has the new
 // revision, which it returns (main@sha1:…).
-func (e *Env) Commit(ctx context.Context, message string, trees map[string]string) (string, error) {
-	if err := e.git.replaceWorkTree(trees); err != nil {
+func (s *Sources) Commit(ctx context.Context, message string, trees map[string]string) (string, error) {
+	if err := s.git.replaceWorkTree(trees); err != nil {
 		return "", err
 	}
-	w := e.git.work
+	w := s.git.work
 	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "--allow-empty", "-m", message},
-		{"push", "-q", "-f", e.git.bare, "HEAD:main"}} {
+		{"push", "-q", "-f", s.git.bare, "HEAD:main"}} {
 		if _, err := runGit(ctx, w, args...); err != nil {
 			return "", err
 		}
@@ -90,10 +90,10 @@ func (e *Env) Commit(ctx context.Context, message string, trees map[string]strin
 		return "", err
 	}
 	rev := "main@sha1:" + strings.TrimSpace(sha)
-	if err := e.requestSourceReconcile(ctx); err != nil {
+	if err := s.requestSourceReconcile(ctx); err != nil {
 		return "", err
 	}
-	return rev, e.waitArtifact(ctx, rev)
+	return rev, s.waitArtifact(ctx, rev)
 }
 
 // replaceWorkTree empties the work tree (but .git) and copies trees into it;
@@ -120,34 +120,34 @@ func (s *gitServer) replaceWorkTree(trees map[string]string) error {
 
 // requestSourceReconcile is `flux reconcile source git`: the annotation Flux
 // controllers react to, so the demo does not wait for the interval.
-func (e *Env) requestSourceReconcile(ctx context.Context) error {
+func (s *Sources) requestSourceReconcile(ctx context.Context) error {
 	key := client.ObjectKey{Namespace: FluxNamespace, Name: GitRepositoryName}
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		repo := &sourcev1.GitRepository{}
-		if err := e.Client.Get(ctx, key, repo); err != nil {
+		if err := s.client.Get(ctx, key, repo); err != nil {
 			return false, nil //nolint:nilerr // retried until the deadline: conflicts and start-up races are expected
 		}
 		if repo.Annotations == nil {
 			repo.Annotations = map[string]string{}
 		}
 		repo.Annotations["reconcile.fluxcd.io/requestedAt"] = strconv.FormatInt(time.Now().UnixNano(), 10)
-		return e.Client.Update(ctx, repo) == nil, nil
+		return s.client.Update(ctx, repo) == nil, nil
 	})
 }
 
 // waitArtifact waits until source-controller has an artifact of revision.
-func (e *Env) waitArtifact(ctx context.Context, rev string) error {
+func (s *Sources) waitArtifact(ctx context.Context, rev string) error {
 	key := client.ObjectKey{Namespace: FluxNamespace, Name: GitRepositoryName}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		repo := &sourcev1.GitRepository{}
-		if err := e.Client.Get(ctx, key, repo); err != nil {
+		if err := s.client.Get(ctx, key, repo); err != nil {
 			return false, nil //nolint:nilerr // retried until the deadline
 		}
 		return repo.Status.Artifact != nil && repo.Status.Artifact.Revision == rev, nil
 	})
 	if err != nil {
 		return fmt.Errorf("source-controller did not fetch %s (log: %s): %w", rev,
-			filepath.Join(e.Dir, "source-controller.log"), err)
+			filepath.Join(s.dir, "source-controller.log"), err)
 	}
 	return nil
 }

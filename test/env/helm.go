@@ -44,14 +44,21 @@ func startHelmRepo(ctx context.Context, dir string) (*helmRepo, error) {
 func (r *helmRepo) stop() error { return r.srv.Close() }
 
 // add packages the chart directory with Helm's SDK, as `helm package` does,
-// and regenerates the index.
-func (r *helmRepo) add(chartDir string) error {
+// once per version (none: the version of its Chart.yaml), and regenerates
+// the index.
+func (r *helmRepo) add(chartDir string, versions ...string) error {
 	ch, err := loader.LoadDir(chartDir)
 	if err != nil {
 		return fmt.Errorf("loading chart %s: %w", chartDir, err)
 	}
-	if _, err := chartutil.Save(ch, filepath.Join(r.dir, "charts")); err != nil {
-		return fmt.Errorf("packaging chart %s: %w", chartDir, err)
+	if len(versions) == 0 {
+		versions = []string{ch.Metadata.Version}
+	}
+	for _, v := range versions {
+		ch.Metadata.Version = v
+		if _, err := chartutil.Save(ch, filepath.Join(r.dir, "charts")); err != nil {
+			return fmt.Errorf("packaging chart %s version %s: %w", chartDir, v, err)
+		}
 	}
 	return r.reindex()
 }

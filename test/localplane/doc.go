@@ -37,6 +37,9 @@
 // that is locked to its OS thread and stays alive until Stop has reaped them
 // (see golang/go#27505).
 //
+// Plane.RestartAPIServer restarts kube-apiserver in place (same port,
+// certificates and etcd), for tests of how clients ride out an outage.
+//
 // StartProcess runs another program the same way, for tests that run a
 // program under test (an operator binary, say) beside the plane; each such
 // Process has a locked thread of its own until it has been reaped.

@@ -135,3 +135,42 @@ func dumpLogsOnFailure(t *testing.T, dir string) {
 		t.Logf("--- %s (last 40 lines) ---\n%s", filepath.Base(path), strings.Join(lines[max(0, len(lines)-40):], "\n"))
 	}
 }
+
+// TestPlane_RestartAPIServer_KeepsStateAndClients: a restarted apiserver
+// serves what etcd held before, on the same address and certificates, so a
+// client made before the restart works after it without being rebuilt; Stop
+// then stops the new apiserver too.
+func TestPlane_RestartAPIServer_KeepsStateAndClients(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	t.Cleanup(func() { dumpLogsOnFailure(t, dir) })
+	plane, err := localplane.Start(t.Context(), localplane.Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = plane.Stop() })
+	cs, err := kubernetes.NewForConfig(plane.RESTConfig())
+	g.Expect(err).NotTo(HaveOccurred())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before-restart", Namespace: "default"}}
+	created, err := cs.CoreV1().ConfigMaps("default").Create(t.Context(), cm, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	before := plane.PIDs()
+
+	down, err := plane.RestartAPIServer(t.Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("kube-apiserver down for %v", down.Round(time.Millisecond))
+
+	after := plane.PIDs()
+	g.Expect(after).To(HaveLen(len(before)))
+	g.Expect(after).NotTo(Equal(before), "the apiserver process was not replaced")
+	g.Expect(filepath.Join(dir, "kube-apiserver.log.1")).To(BeAnExistingFile(), "the old apiserver's log was not kept")
+	// The old client: same address, same CA, same token.
+	got, err := cs.CoreV1().ConfigMaps("default").Get(t.Context(), cm.Name, metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.UID).To(Equal(created.UID))
+
+	g.Expect(plane.Stop()).To(Succeed())
+	for _, pid := range after {
+		g.Expect(syscall.Kill(pid, 0)).To(MatchError(syscall.ESRCH), "pid %d outlived Stop", pid)
+	}
+}

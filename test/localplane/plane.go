@@ -44,6 +44,11 @@ type Plane struct {
 	spawner  *spawner
 	children []*child
 	cfg      *rest.Config
+	// apiserverArgs are kube-apiserver's flags, kept for RestartAPIServer:
+	// the same port, certificates and etcd, so clients keep working.
+	apiserverArgs []string
+	restartMu     sync.Mutex // one RestartAPIServer at a time
+	restarts      int        // of kube-apiserver, numbering its old logs; guarded by restartMu
 
 	mu       sync.Mutex // guards children
 	stopOnce sync.Once
@@ -140,7 +145,8 @@ func (p *Plane) start(ctx context.Context) error {
 // startAPIServer starts kube-apiserver and waits until it is ready, then
 // writes the CA and the admin kubeconfig the other components use.
 func (p *Plane) startAPIServer(ctx context.Context, etcdPort, port int, token string) error {
-	if err := p.run(apiserverBin, nil, apiserverArgs(p.dir, etcdPort, port)); err != nil {
+	p.apiserverArgs = apiserverArgs(p.dir, etcdPort, port)
+	if err := p.run(apiserverBin, nil, p.apiserverArgs); err != nil {
 		return err
 	}
 	if err := p.waitForAPIServer(ctx, loopbackURL("https", port), token); err != nil {

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
@@ -46,15 +44,11 @@ func startOperator(t *testing.T, name string) *suite.RunningOperator {
 	return op
 }
 
-// leaseName is the operator's leader election Lease (cmd/main.go).
-const leaseName = "kraan-operator.kraan.io"
-
 // leaseHolder returns who holds the operator's Lease, or fails g.
 func leaseHolder(g Gomega) string {
-	lease := &coordinationv1.Lease{}
-	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: leaseNamespace, Name: leaseName}, lease)).To(Succeed())
-	g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
-	return *lease.Spec.HolderIdentity
+	holder, err := suite.LeaseHolder(context.Background(), k8s, leaseNamespace)
+	g.Expect(err).NotTo(HaveOccurred())
+	return holder
 }
 
 // kill is what killMidOperation left: the holder of the Lease the killed

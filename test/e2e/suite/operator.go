@@ -173,6 +173,17 @@ func (o *RunningOperator) Kill() error {
 	return nil
 }
 
+// Exited is closed once the process has exited, whatever ended it, and been
+// reaped: a supervisor restarts an operator that stopped on its own, as the
+// kubelet does.
+func (o *RunningOperator) Exited() <-chan struct{} { return o.proc.Exited() }
+
+// State returns how the process exited; nil while it runs.
+func (o *RunningOperator) State() *os.ProcessState { return o.proc.State() }
+
+// Name is the name StartOperator was given.
+func (o *RunningOperator) Name() string { return o.name }
+
 // Log returns the operator's log so far.
 func (o *RunningOperator) Log() string {
 	data, err := os.ReadFile(o.proc.LogPath())

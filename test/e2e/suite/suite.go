@@ -64,6 +64,8 @@ type Suite struct {
 	Kubeconfig string
 	// Client is an admin client with testenv.Scheme.
 	Client client.Client
+	// Plane is the running plane, for suites that restart its apiserver.
+	Plane *localplane.Plane
 
 	ctx      context.Context
 	cleanups []func(code int)
@@ -116,7 +118,7 @@ func (s *Suite) start(o Options) error {
 		return err
 	}
 	s.Cleanup(func(int) { _ = plane.Stop() })
-	s.Config, s.Kubeconfig = plane.RESTConfig(), plane.Kubeconfig()
+	s.Plane, s.Config, s.Kubeconfig = plane, plane.RESTConfig(), plane.Kubeconfig()
 	if o.Operator != nil {
 		// The manager shares the config; client-go's default of 5 QPS would
 		// throttle its reconcilers by seconds.
