@@ -104,17 +104,19 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		if step.Err == nil {
 			continue
 		}
-		res.Failures = countFailure(res.Failures, res.Next, obs)
 		after, err := observe(cfg, req.Target.ReleaseName)
 		if err != nil {
 			return res, err
 		}
 		if sameRevision(obs.Latest, after.Latest) {
-			// Nothing changed in storage (denied, invalid chart…): retrying now
-			// would fail the same way; the controller backs off.
+			// Nothing changed in storage (denied, invalid chart, the API server
+			// unreachable…): not a failed release, so not counted against
+			// the retries, as in Flux; retrying now would fail the same way,
+			// so the controller backs off.
 			res.Latest = after.Latest
 			return res, step.Err
 		}
+		res.Failures = countFailure(res.Failures, res.Next, obs)
 		if wait := retryWait(after, req.Desired.Matches, policy, time.Now()); wait > 0 {
 			res.Latest = after.Latest
 			return res, &RetryLater{After: wait, Err: step.Err}

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/action"
+	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
@@ -91,6 +92,36 @@ func TestEngine_Run_recoversInterruptedOperations(t *testing.T) {
 			g.Expect(after.UID).To(Equal(before.UID), "the Deployment was deleted and created again")
 		})
 	}
+}
+
+// TestEngine_Run_failureBeforeStorageIsNotCounted: an upgrade that fails
+// before Helm writes a revision (here a kind the API server does not know;
+// in production the API server unreachable) is retried with back-off, not
+// counted against the retries: with the default of none, counting it would
+// stall the release until its spec changed, as the soak found.
+func TestEngine_Run_failureBeforeStorageIsNotCounted(t *testing.T) {
+	g := NewWithT(t)
+	env, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	engine, err := NewEngine(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx := context.Background()
+	g.Expect(env.Client.Create(ctx, namespaceObject("unknown"))).To(Succeed())
+	req := interruptibleRequest(g, "unknown")
+	req.Spec.Upgrade.Remediation = nil // Flux's default: no retries
+	_, err = engine.Run(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	widget := &helmchart.File{Name: "templates/widget.yaml", Data: []byte("apiVersion: test.kraan.io/v1\nkind: Widget\nmetadata: {name: w}\n")}
+	req.Desired.Chart.Templates = append(req.Desired.Chart.Templates, widget)
+	req.Desired.ChartDigest = "sha256:two"
+	res, err := engine.Run(ctx, req)
+	g.Expect(err).To(MatchError(ContainSubstring("Widget")))
+	g.Expect(res.Failures).To(Equal(Failures{}), "a failure that left storage as it was counted as a failed upgrade")
+	g.Expect(res.Latest.Version).To(Equal(1))
+	g.Expect(Plan(Observation{Latest: res.Latest}, req.Desired.Matches, PolicyOf(req.Spec), res.Failures)).To(Equal(ActionUpgrade),
+		"the next pass must try again, not stall")
 }
 
 // interruptibleRequest releases the small chart with no waits (envtest runs
