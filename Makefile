@@ -409,7 +409,7 @@ $(HELM_CONTROLLER_SRC)/.complete:
 	@touch $@
 
 $(HELM_CONTROLLER): $(HELM_CONTROLLER_SRC)/.complete
-	@echo ">> building helm-controller from its module source into $(dir $@) (once; about 15 minutes on 2 shared cores)"
+	@echo ">> building helm-controller from its module source into $(dir $@) (once; about 16 minutes on 2 shared cores)"
 	cd $(HELM_CONTROLLER_SRC) && GOFLAGS="-mod=mod -buildvcs=false" $(GO) build -trimpath -o $@.tmp .
 	@mv $@.tmp $@
 
