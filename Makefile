@@ -117,11 +117,11 @@ verify: generate manifests docs bundle-check chart-check catalog-check ## Fail w
 	@echo "verify: generated files and formatting are up to date"
 
 .PHONY: test
-test: manifests generate vet $(ASSETS) source-controller olm-tools ## Run every test: unit, envtest and the local control plane.
+test: manifests generate vet $(ASSETS) source-controller helm-controller olm-tools ## Run every test: unit, envtest and the local control plane.
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: $(ASSETS) source-controller olm-tools ## Run the end-to-end tests on the local control plane.
+test-e2e: $(ASSETS) source-controller helm-controller olm-tools ## Run the end-to-end tests on the local control plane.
 	$(GO) test $(GO_TEST_FLAGS) -v ./test/...
 
 .PHONY: bench
@@ -314,7 +314,7 @@ cluster-down: ## Stop the local control plane.
 ##@ Tools (built once into TOOLS_DIR)
 
 .PHONY: tools
-tools: $(ASSETS) $(KUBECTL) $(CONTROLLER_GEN) $(GOLANGCI_LINT) source-controller olm-tools ## Build every tool the project needs.
+tools: $(ASSETS) $(KUBECTL) $(CONTROLLER_GEN) $(GOLANGCI_LINT) source-controller helm-controller olm-tools ## Build every tool the project needs.
 
 # build-tool MODULE_DIR OUTPUT PACKAGES [LDFLAGS]: build into a temporary name
 # and rename, so an interrupted build never leaves a half-written tool in the cache.
@@ -384,6 +384,51 @@ $(SOURCE_CRDS)/.complete: $(SOURCE_CONTROLLER)
 .PHONY: source-controller
 source-controller: $(SOURCE_CONTROLLER) $(SOURCE_CRDS)/.complete ## Build Flux source-controller and collect its CRDs (layer tests).
 # --- end source-controller ---
+
+# --- helm-controller (migration e2e) ---
+# Flux helm-controller is the peer test/e2e/migration installs releases with
+# before kraan-operator adopts them. The Go module proxy serves its module zip
+# but refuses its go.mod (403), so `go build module@version` and a module
+# under hack/tools that requires it both fail. It is built as its own main
+# module instead, from its source as the proxy serves it (hack/fetch-module.sh
+# checks the zip against the SHA256 below), with its own go.mod and go.sum,
+# which pin every dependency. Its go.mod replaces its api module with ./api, a
+# nested module that module zips leave out: the build uses the published api
+# module of the same version instead (go checks it against the checksum
+# database), hence -mod=mod.
+# Its CRDs (HelmRelease) come from config/crd/bases in the same source.
+HELM_CONTROLLER_VERSION := v1.4.5
+# SHA256 of https://proxy.golang.org/github.com/fluxcd/helm-controller/@v/v1.4.5.zip
+# (h1:Dsh5Cc4TEzddoWB4dqgyEQo920aHKfNMZvb3dZwTgr0= as go records it).
+HELM_CONTROLLER_ZIP_SHA256 := be6aa633b4360fabd9d0fba1a0ac27105d5be3566277ecf3f73730acd5303cab
+HELM_CONTROLLER_DIR := $(TOOLS_DIR)/helm-controller-$(HELM_CONTROLLER_VERSION)
+HELM_CONTROLLER := $(HELM_CONTROLLER_DIR)/helm-controller
+HELM_CONTROLLER_CRDS := $(HELM_CONTROLLER_DIR)/crds
+HELM_CONTROLLER_SRC := $(HELM_CONTROLLER_DIR)/src
+export KRAAN_HELM_CONTROLLER := $(HELM_CONTROLLER)
+export KRAAN_HELM_CONTROLLER_CRDS := $(HELM_CONTROLLER_CRDS)
+
+$(HELM_CONTROLLER_SRC)/.complete:
+	GO=$(GO) hack/fetch-module.sh github.com/fluxcd/helm-controller $(HELM_CONTROLLER_VERSION) \
+		$(HELM_CONTROLLER_ZIP_SHA256) $(HELM_CONTROLLER_SRC)
+	cd $(HELM_CONTROLLER_SRC) && $(GO) mod edit \
+		-replace github.com/fluxcd/helm-controller/api=github.com/fluxcd/helm-controller/api@$(HELM_CONTROLLER_VERSION)
+	@touch $@
+
+$(HELM_CONTROLLER): $(HELM_CONTROLLER_SRC)/.complete
+	@echo ">> building helm-controller from its module source into $(dir $@) (once; about 16 minutes on 2 shared cores)"
+	cd $(HELM_CONTROLLER_SRC) && GOFLAGS="-mod=mod -buildvcs=false" $(GO) build -trimpath -o $@.tmp .
+	@mv $@.tmp $@
+
+$(HELM_CONTROLLER_CRDS)/.complete: $(HELM_CONTROLLER_SRC)/.complete
+	@rm -rf $(HELM_CONTROLLER_CRDS).tmp && mkdir -p $(HELM_CONTROLLER_CRDS).tmp && \
+	cp $(HELM_CONTROLLER_SRC)/config/crd/bases/*.yaml $(HELM_CONTROLLER_CRDS).tmp/ && \
+	rm -rf $(HELM_CONTROLLER_CRDS) && mv $(HELM_CONTROLLER_CRDS).tmp $(HELM_CONTROLLER_CRDS)
+	@touch $@
+
+.PHONY: helm-controller
+helm-controller: $(HELM_CONTROLLER) $(HELM_CONTROLLER_CRDS)/.complete ## Build Flux helm-controller and collect its CRDs (migration test).
+# --- end helm-controller ---
 
 # --- OLM ---
 # operator-sdk (bundle generation and validation), the scorecard-test binary the

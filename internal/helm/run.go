@@ -81,6 +81,11 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		if err != nil {
 			return res, err
 		}
+		// A revision Flux or the helm CLI made carries none of the engine's
+		// labels; adopted, it matches without a new revision.
+		if err := e.adopt(ctx, cfg, req, obs.Latest); err != nil {
+			return res, err
+		}
 		res.Latest = obs.Latest
 		res.Next = Plan(obs, req.Desired.Matches, policy, res.Failures)
 		if force && res.Next == ActionNone {

@@ -1,0 +1,156 @@
+package helm
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+
+	"github.com/go-logr/logr"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// fluxOriginLabels are the labels Flux helm-controller's own post-renderer
+// puts on every object it deploys (helm.toolkit.fluxcd.io/name and
+// /namespace, naming its HelmRelease). The engine does not write them, so a
+// revision Flux made is compared without them.
+var fluxOriginLabels = []string{"helm.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/namespace"}
+
+// adopt takes over a deployed revision another Helm client made — Flux
+// helm-controller or the helm CLI, which write none of the engine's labels —
+// when it is what the engine would deploy: the same chart name and version,
+// the same values, and the same objects and hooks when the chart is rendered
+// again with the spec's post-renderers (Flux's origin labels aside). It then
+// records the engine's labels on that revision in storage, so that
+// Desired.Matches holds from now on without rendering again.
+//
+// Without it, Desired.Matches finds no chart digest on such a revision and
+// the first pass upgrades every release Flux made, to a new revision that
+// deploys the same objects: migrating from Flux would touch every release.
+// A revision that differs in any way is left to Plan, which upgrades it as
+// before.
+func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Request, rel *release.Release) error {
+	// Without a chart digest there is nothing to record, and a revision
+	// would look foreign on every pass.
+	if !foreign(rel) || req.Desired.Chart == nil || req.Desired.ChartDigest == "" || !sameChartAndValues(req.Desired, rel) {
+		return nil
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	render := newInstall(cfg, req.Target, req.Spec, nil)
+	// A client-side dry run: the chart rendered with the cluster's
+	// capabilities, nothing created, storage untouched. SkipCRDs: the
+	// manifest never holds crds/, and a dry run would only warn about them.
+	render.DryRun, render.SkipCRDs = true, true
+	render.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
+	want, err := render.RunWithContext(ctx, req.Desired.Chart, maps.Clone(req.Desired.Values))
+	if err != nil {
+		// Not adopted: the upgrade Plan chooses reports the same error.
+		log.V(1).Info("Not adopting a release made by another Helm client: the chart does not render",
+			"release", rel.Name, "revision", rel.Version, "error", err.Error())
+		return nil
+	}
+	same, why := sameObjects(rel, want)
+	if !same {
+		log.Info("Not adopting a release made by another Helm client: it differs from the desired state, so it is upgraded",
+			"release", rel.Name, "revision", rel.Version, "difference", why)
+		return nil
+	}
+	if rel.Labels == nil {
+		rel.Labels = map[string]string{}
+	}
+	maps.Copy(rel.Labels, req.Desired.labels())
+	if err := cfg.Releases.Update(rel); err != nil {
+		return fmt.Errorf("recording the adoption of release %s revision %d: %w", rel.Name, rel.Version, err)
+	}
+	log.Info("Adopted a release made by another Helm client, without a new revision",
+		"release", rel.Name, "revision", rel.Version)
+	return nil
+}
+
+// foreign says whether rel is a deployed revision the engine did not make:
+// every revision the engine makes carries ChartDigestLabel.
+func foreign(rel *release.Release) bool {
+	return rel != nil && rel.Info != nil && rel.Info.Status == release.StatusDeployed &&
+		rel.Chart != nil && rel.Chart.Metadata != nil && rel.Labels[ChartDigestLabel] == ""
+}
+
+// sameChartAndValues is Desired.Matches without the labels: what can be
+// checked before rendering.
+func sameChartAndValues(d Desired, rel *release.Release) bool {
+	meta := d.Chart.Metadata
+	return meta != nil && rel.Chart.Metadata.Name == meta.Name && rel.Chart.Metadata.Version == meta.Version &&
+		ValuesDigest(rel.Config) == ValuesDigest(d.Values)
+}
+
+// sameObjects compares what two revisions deploy, object by object, and says
+// where they first differ. Objects are compared parsed, not as text: Flux's
+// post-renderers (kustomize) print YAML differently from Helm.
+func sameObjects(have, want *release.Release) (bool, string) {
+	haveObjs, err := deployedObjects(have)
+	if err != nil {
+		return false, err.Error()
+	}
+	wantObjs, err := deployedObjects(want)
+	if err != nil {
+		return false, err.Error()
+	}
+	for key, obj := range wantObjs {
+		if !reflect.DeepEqual(haveObjs[key], obj) {
+			return false, key
+		}
+	}
+	for key := range haveObjs {
+		if _, ok := wantObjs[key]; !ok {
+			return false, key
+		}
+	}
+	return true, ""
+}
+
+// deployedObjects parses rel's manifest and hooks into objects keyed by kind,
+// namespace and name (hooks by their path too), without Flux's origin labels.
+func deployedObjects(rel *release.Release) (map[string]map[string]any, error) {
+	objs := map[string]map[string]any{}
+	add := func(prefix, manifest string) error {
+		for _, doc := range releaseutil.SplitManifests(manifest) {
+			obj := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+				return fmt.Errorf("parsing revision %d: %w", rel.Version, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			withoutFluxOrigin(obj)
+			objs[prefix+obj.GetAPIVersion()+" "+obj.GetKind()+" "+obj.GetNamespace()+"/"+obj.GetName()] = obj.Object
+		}
+		return nil
+	}
+	if err := add("", rel.Manifest); err != nil {
+		return nil, err
+	}
+	for _, h := range rel.Hooks {
+		if err := add("hook "+h.Path+": ", h.Manifest); err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
+}
+
+func withoutFluxOrigin(obj *unstructured.Unstructured) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		return
+	}
+	for _, l := range fluxOriginLabels {
+		delete(labels, l)
+	}
+	if len(labels) == 0 {
+		unstructured.RemoveNestedField(obj.Object, "metadata", "labels")
+		return
+	}
+	obj.SetLabels(labels)
+}

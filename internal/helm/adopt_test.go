@@ -1,0 +1,97 @@
+package helm
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/postrender"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+)
+
+// fluxOrigin is what Flux helm-controller's origin-labels post-renderer does
+// to every object of a release of the HelmRelease demo/app.
+var fluxOrigin = &commonMetadataPostRenderer{&kraanv1.CommonMetadata{Labels: map[string]string{
+	"helm.toolkit.fluxcd.io/name": "app", "helm.toolkit.fluxcd.io/namespace": "demo",
+}}}
+
+// TestEngine_Run_adoptsReleasesOfOtherHelmClients: a revision made by Flux
+// helm-controller (its origin labels on every object) or the helm CLI
+// carries none of the engine's labels. When it deploys what the spec asks
+// for, the engine records its labels on that revision instead of upgrading;
+// when anything differs (here the post-renderers), it upgrades as before.
+// test/e2e/migration does the same with a real helm-controller.
+func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	engine, err := NewEngine(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commonMetadata := &kraanv1.CommonMetadata{Labels: map[string]string{"team": "platform"}}
+	for _, tt := range []struct {
+		name string
+		// madeWith are the post-renderers the other client ran; spec is
+		// the engine's.
+		madeWith []postrender.PostRenderer
+		spec     func(*kraanv1.HelmReleaseSpec)
+		want     map[int]string
+	}{
+		{name: "flux", madeWith: []postrender.PostRenderer{fluxOrigin},
+			want: map[int]string{1: "deployed"}},
+		{name: "flux-common-metadata", madeWith: []postrender.PostRenderer{&commonMetadataPostRenderer{commonMetadata}, fluxOrigin},
+			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata },
+			want: map[int]string{1: "deployed"}},
+		{name: "helm-cli", want: map[int]string{1: "deployed"}},
+		{name: "other-post-renderers", madeWith: []postrender.PostRenderer{fluxOrigin},
+			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata },
+			want: map[int]string{1: "superseded", 2: "deployed"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			g.Expect(env.Client.Create(ctx, namespaceObject(tt.name))).To(Succeed())
+			req := interruptibleRequest(g, tt.name)
+			if tt.spec != nil {
+				tt.spec(req.Spec)
+			}
+			cfg, err := engine.configFor(req.Target, t.Logf)
+			g.Expect(err).NotTo(HaveOccurred())
+			installLikeAnotherClient(g, cfg, req, tt.madeWith)
+
+			res, err := engine.Run(ctx, req)
+
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Next).To(Equal(ActionNone))
+			history, err := cfg.Releases.History("app")
+			g.Expect(err).NotTo(HaveOccurred())
+			statuses := map[int]string{}
+			for _, rel := range history {
+				statuses[rel.Version] = rel.Info.Status.String()
+			}
+			g.Expect(statuses).To(Equal(tt.want))
+			latest, err := cfg.Releases.Last("app")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(req.Desired.Matches(latest)).To(BeTrue(), "the labels recorded in storage")
+		})
+	}
+}
+
+// installLikeAnotherClient installs req's chart and values as Flux or the
+// helm CLI would: with their post-renderers and without the engine's labels.
+func installLikeAnotherClient(g Gomega, cfg *action.Configuration, req Request, postRenderers []postrender.PostRenderer) {
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace = req.Target.ReleaseName, req.Target.Namespace
+	if len(postRenderers) > 0 {
+		install.PostRenderer = chain(postRenderers)
+	}
+	rel, err := install.Run(req.Desired.Chart, req.Desired.Values)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Labels).NotTo(HaveKey(ChartDigestLabel))
+}
