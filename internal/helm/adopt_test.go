@@ -9,7 +9,6 @@ import (
 	"helm.sh/helm/v3/pkg/postrender"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
 )
 
 // fluxOrigin is what Flux helm-controller's origin-labels post-renderer does
@@ -25,15 +24,7 @@ var fluxOrigin = &commonMetadataPostRenderer{&kraanv1.CommonMetadata{Labels: map
 // when anything differs (here the post-renderers), it upgrades as before.
 // test/e2e/migration does the same with a real helm-controller.
 func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	engine, err := NewEngine(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, engine := startEngine(t)
 	commonMetadata := &kraanv1.CommonMetadata{Labels: map[string]string{"team": "platform"}}
 	for _, tt := range []struct {
 		name string

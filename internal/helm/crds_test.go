@@ -21,11 +21,7 @@ import (
 // CreateReplace also updates existing ones.
 func TestEngine_applyCRDs_policies(t *testing.T) {
 	g := NewWithT(t)
-	env, err := testenv.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	engine, err := NewEngine(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
+	env, engine := startEngine(t)
 	root, err := testenv.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	ch, err := loader.LoadDir(filepath.Join(root, "testdata", "charts", "realistic"))

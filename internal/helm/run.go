@@ -113,15 +113,21 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		if sameRevision(obs.Latest, after.Latest) {
-			// Nothing changed in storage (denied, invalid chart, the API server
-			// unreachable…): not a failed release, so not counted against
-			// the retries, as in Flux; retrying now would fail the same way,
-			// so the controller backs off.
+		unchanged := sameRevision(obs.Latest, after.Latest)
+		if !unchanged || res.Next == ActionTest {
+			// A failed release counts against the retries. A failed test is
+			// one too: Helm records it on the revision's hooks, which leaves
+			// its version and status as they were.
+			res.Failures = countFailure(res.Failures, res.Next, obs)
+		}
+		if unchanged {
+			// Otherwise nothing changed in storage (denied, invalid chart, the
+			// API server unreachable…): not a failed release, so not counted,
+			// as in Flux; retrying now would fail the same way, so the
+			// controller backs off.
 			res.Latest = after.Latest
 			return res, step.Err
 		}
-		res.Failures = countFailure(res.Failures, res.Next, obs)
 		if wait := retryWait(after, req.Desired.Matches, policy, time.Now()); wait > 0 {
 			res.Latest = after.Latest
 			return res, &RetryLater{After: wait, Err: step.Err}

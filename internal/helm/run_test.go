@@ -26,15 +26,7 @@ import (
 // (which would delete it) is right. The retried revision is not marked
 // interrupted itself. test/e2e/crash kills a real operator.
 func TestEngine_Run_recoversInterruptedOperations(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	engine, err := NewEngine(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, engine := startEngine(t)
 	for _, tt := range []struct {
 		name      string
 		namespace string
@@ -101,16 +93,12 @@ func TestEngine_Run_recoversInterruptedOperations(t *testing.T) {
 // stall the release until its spec changed, as the soak found.
 func TestEngine_Run_failureBeforeStorageIsNotCounted(t *testing.T) {
 	g := NewWithT(t)
-	env, err := testenv.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	engine, err := NewEngine(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
+	env, engine := startEngine(t)
 	ctx := context.Background()
 	g.Expect(env.Client.Create(ctx, namespaceObject("unknown"))).To(Succeed())
 	req := interruptibleRequest(g, "unknown")
 	req.Spec.Upgrade.Remediation = nil // Flux's default: no retries
-	_, err = engine.Run(ctx, req)
+	_, err := engine.Run(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	widget := &helmchart.File{Name: "templates/widget.yaml", Data: []byte("apiVersion: test.kraan.io/v1\nkind: Widget\nmetadata: {name: w}\n")}
@@ -170,4 +158,19 @@ func pendingInstall(g Gomega, cfg *action.Configuration, _ Request) (int, releas
 
 func namespaceObject(name string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// startEngine starts an API server (envtest) for the test and an engine on it.
+func startEngine(t *testing.T) (*testenv.Env, *Engine) {
+	t.Helper()
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	engine, err := NewEngine(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, engine
 }
