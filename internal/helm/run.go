@@ -109,31 +109,41 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		if step.Err == nil {
 			continue
 		}
-		after, err := observe(cfg, req.Target.ReleaseName)
-		if err != nil {
+		if stop, err := e.afterFailure(cfg, req, policy, obs, step, &res); stop {
 			return res, err
-		}
-		unchanged := sameRevision(obs.Latest, after.Latest)
-		if !unchanged || res.Next == ActionTest {
-			// A failed release counts against the retries. A failed test is
-			// one too: Helm records it on the revision's hooks, which leaves
-			// its version and status as they were.
-			res.Failures = countFailure(res.Failures, res.Next, obs)
-		}
-		if unchanged {
-			// Otherwise nothing changed in storage (denied, invalid chart, the
-			// API server unreachable…): not a failed release, so not counted,
-			// as in Flux; retrying now would fail the same way, so the
-			// controller backs off.
-			res.Latest = after.Latest
-			return res, step.Err
-		}
-		if wait := retryWait(after, req.Desired.Matches, policy, time.Now()); wait > 0 {
-			res.Latest = after.Latest
-			return res, &RetryLater{After: wait, Err: step.Err}
 		}
 	}
 	return res, nil
+}
+
+// afterFailure looks at storage after a failed step, counts the failure when
+// it was a failed release, and says whether the run stops here, with which
+// error.
+func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Policy, obs Observation, step Step, res *Result) (bool, error) {
+	after, err := observe(cfg, req.Target.ReleaseName)
+	if err != nil {
+		return true, err
+	}
+	unchanged := sameRevision(obs.Latest, after.Latest)
+	if !unchanged || step.Action == ActionTest {
+		// A failed release counts against the retries. A failed test is
+		// one too: Helm records it on the revision's hooks, which leaves its
+		// version and status as they were.
+		res.Failures = countFailure(res.Failures, step.Action, obs)
+	}
+	if unchanged {
+		// Otherwise nothing changed in storage (denied, invalid chart, the API
+		// server unreachable…): not a failed release, so not counted, as in
+		// Flux; retrying now would fail the same way, so the controller
+		// backs off.
+		res.Latest = after.Latest
+		return true, step.Err
+	}
+	if wait := retryWait(after, req.Desired.Matches, policy, time.Now()); wait > 0 {
+		res.Latest = after.Latest
+		return true, &RetryLater{After: wait, Err: step.Err}
+	}
+	return false, nil
 }
 
 // act runs one action.
