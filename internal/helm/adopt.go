@@ -50,13 +50,13 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 	if err != nil {
 		// Not adopted: the upgrade Plan chooses reports the same error.
 		log.V(1).Info("Not adopting a release made by another Helm client: the chart does not render",
-			"release", rel.Name, "revision", rel.Version, "error", err.Error())
+			"release", rel.Name, "revision", rel.Version, "error", req.Redactor.Error(err).Error())
 		return nil
 	}
 	same, why := sameObjects(rel, want)
 	if !same {
 		log.Info("Not adopting a release made by another Helm client: it differs from the desired state, so it is upgraded",
-			"release", rel.Name, "revision", rel.Version, "difference", why)
+			"release", rel.Name, "revision", rel.Version, "difference", req.Redactor.String(why))
 		return nil
 	}
 	if rel.Labels == nil {

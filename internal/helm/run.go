@@ -95,8 +95,10 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 			return res, nil
 		}
 		if wait := retryWait(obs, req.Desired.Matches, policy, time.Now()); wait > 0 {
-			return res, &RetryLater{After: wait, Err: fmt.Errorf("%s of release %s/%s is retried in %s (strategy RetryOnFailure): %s",
-				res.Next, req.Target.StorageNamespace, req.Target.ReleaseName, wait.Round(time.Second), failureOf(obs.Latest))}
+			// The failed revision's description may quote what the API server
+			// rejected, Secret values included.
+			return res, &RetryLater{After: wait, Err: req.Redactor.Error(fmt.Errorf("%s of release %s/%s is retried in %s (strategy RetryOnFailure): %s",
+				res.Next, req.Target.StorageNamespace, req.Target.ReleaseName, wait.Round(time.Second), failureOf(obs.Latest)))}
 		}
 		if req.BeforeAction != nil {
 			req.BeforeAction(ctx, res.Next)
