@@ -48,6 +48,10 @@ type Repository struct {
 	Timeout time.Duration
 	// Credentials are read from spec.secretRef; nil means anonymous.
 	Credentials *Credentials
+	// Suspended is spec.suspend: the index or tag list last fetched is used
+	// as it is, as a suspended source keeps serving its last artifact in
+	// Flux. Only a repository never fetched is asked.
+	Suspended bool
 }
 
 // Credentials are a HelmRepository's basic auth and TLS material.
