@@ -121,6 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return kit.RunSteps(ctx, sc,
 		r.reconcileAccess,
 		r.reconcileDependencies,
+		r.reconcileTarget,
 		r.reconcileChart,
 		r.reconcileValues,
 		r.reconcileRelease,
@@ -138,7 +139,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *releaseScope) (ctr
 		return ctrl.Result{}, nil
 	}
 	if !hr.Spec.Suspend {
-		target := r.targetOf(hr)
+		target, err := r.resolvedTarget(ctx, hr)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.Engine.Uninstall(ctx, target, &hr.Spec); err != nil {
 			return ctrl.Result{}, kit.Transient(kraanv1.ReasonUninstallFailed, err)
 		}

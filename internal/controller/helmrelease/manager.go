@@ -30,7 +30,8 @@ import (
 const (
 	// dependsOnIndex holds "<namespace>/<name>" of each dependency.
 	dependsOnIndex = ".spec.dependsOn"
-	// valuesFromIndex holds "<Kind>/<name>" of each valuesFrom object (same namespace).
+	// valuesFromIndex holds "<Kind>/<name>" of each valuesFrom object and of
+	// the kubeConfig Secret (same namespace).
 	valuesFromIndex = ".spec.valuesFrom"
 	// chartSourceIndex holds "<Kind>/<namespace>/<name>" of the chart's source
 	// (chart.spec.sourceRef or chartRef).
@@ -202,6 +203,10 @@ func valuesFromKeys(obj client.Object) []string {
 	keys := make([]string, 0, len(hr.Spec.ValuesFrom))
 	for _, v := range hr.Spec.ValuesFrom {
 		keys = append(keys, v.Kind+"/"+v.Name)
+	}
+	// The kubeConfig Secret re-queues the release the same way.
+	if kc := hr.Spec.KubeConfig; kc != nil && kc.SecretRef != nil {
+		keys = append(keys, "Secret/"+kc.SecretRef.Name)
 	}
 	return keys
 }

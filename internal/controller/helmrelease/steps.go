@@ -28,6 +28,8 @@ type releaseScope struct {
 	desired helm.Desired
 	// sourceRevision is what reconcileChart resolved the chart from.
 	sourceRevision string
+	// target is where the release lives (reconcileTarget).
+	target helm.Target
 
 	// reconcileRelease: what the engine did; ran is false when no run happened.
 	run    helm.Result
@@ -73,6 +75,21 @@ func (r *Reconciler) dependencyNotReady(ctx context.Context, key client.ObjectKe
 		return fmt.Errorf("waiting for HelmRelease %s to be Ready", key)
 	}
 	return nil
+}
+
+// reconcileTarget says where the release lives: this cluster, or the remote
+// one of spec.kubeConfig.
+func (r *Reconciler) reconcileTarget(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+	target, err := r.resolvedTarget(ctx, sc.hr)
+	if err != nil {
+		r.Events.Warning(sc.hr, kraanv1.ReasonKubeConfigError, err.Error())
+		return ctrl.Result{}, err
+	}
+	if target.Cluster != nil {
+		sc.redactor.Add(target.Cluster.Credentials()...)
+	}
+	sc.target = target
+	return ctrl.Result{}, nil
 }
 
 // reconcileChart gets the chart. A chart or version the source does not have
@@ -151,7 +168,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ct
 	force := handleRequest(hr, forceAtAnnotation, &hr.Status.LastHandledForceAt)
 	reset := handleRequest(hr, resetAtAnnotation, &hr.Status.LastHandledResetAt)
 	sc.run, sc.runErr = r.Engine.Run(ctx, helm.Request{
-		Target:   r.targetOf(hr),
+		Target:   sc.target,
 		Desired:  sc.desired,
 		Spec:     &hr.Spec,
 		Failures: r.failuresFor(hr, sc.desired, reset || force),
@@ -202,7 +219,7 @@ func (r *Reconciler) reconcileDrift(ctx context.Context, sc *releaseScope) (ctrl
 		apimeta.RemoveStatusCondition(&hr.Status.Conditions, kraanv1.DriftedCondition)
 		return ctrl.Result{}, nil
 	}
-	report, err := r.Engine.CheckDrift(ctx, r.targetOf(hr), latest, &hr.Spec)
+	report, err := r.Engine.CheckDrift(ctx, sc.target, latest, &hr.Spec)
 	if err != nil {
 		return ctrl.Result{}, kit.Transient(kraanv1.ReasonReconcileError, err)
 	}
