@@ -3,8 +3,8 @@ package chartrepo
 import (
 	"bytes"
 	"compress/gzip"
-	"crypto/tls"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"io"
