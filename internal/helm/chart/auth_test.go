@@ -1,10 +1,10 @@
 package chart_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -189,24 +189,27 @@ func TestOCIRegistry_tokenEndpoint(t *testing.T) {
 	registry := chartrepo.NewOCIRegistry(t, chartrepo.WithTLS(ca.ServerTLS(false), ca.ClientTLS(nil)))
 	registry.RequireTokenAuth("reader", "s3cret")
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.ClientTLS(nil)}}
-	get := func(path, user, password string) *http.Response {
-		req := httptest.NewRequest(http.MethodGet, "https://"+registry.Host+path, nil)
-		req.RequestURI = ""
+	// get returns the status and the WWW-Authenticate header of a GET.
+	get := func(path, user, password string) (int, string) {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "https://"+registry.Host+path, nil)
+		g.Expect(err).NotTo(HaveOccurred())
 		if user != "" {
 			req.SetBasicAuth(user, password)
 		}
 		resp, err := client.Do(req)
 		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
 		_, _ = io.Copy(io.Discard, resp.Body)
-		g.Expect(resp.Body.Close()).To(Succeed())
-		return resp
+		return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
 	}
 
-	resp := get("/v2/charts/small/tags/list", "reader", "s3cret")
-	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "basic auth must not open a token registry")
-	g.Expect(resp.Header.Get("WWW-Authenticate")).To(And(
+	status, challenge := get("/v2/charts/small/tags/list", "reader", "s3cret")
+	g.Expect(status).To(Equal(http.StatusUnauthorized), "basic auth must not open a token registry")
+	g.Expect(challenge).To(And(
 		HavePrefix(`Bearer realm="https://`+registry.Host+chartrepo.TokenPath+`"`),
 		ContainSubstring(`scope="repository:charts/small:pull"`)))
-	g.Expect(get(chartrepo.TokenPath+"?service=chartrepo", "reader", "nope").StatusCode).To(Equal(http.StatusUnauthorized))
-	g.Expect(get(chartrepo.TokenPath+"?service=chartrepo", "reader", "s3cret").StatusCode).To(Equal(http.StatusOK))
+	status, _ = get(chartrepo.TokenPath+"?service=chartrepo", "reader", "nope")
+	g.Expect(status).To(Equal(http.StatusUnauthorized))
+	status, _ = get(chartrepo.TokenPath+"?service=chartrepo", "reader", "s3cret")
+	g.Expect(status).To(Equal(http.StatusOK))
 }
