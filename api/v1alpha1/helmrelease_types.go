@@ -731,6 +731,13 @@ type HelmReleaseStatus struct {
 	// LastAttemptedRevisionDigest is the digest of the chart last attempted.
 	// +optional
 	LastAttemptedRevisionDigest string `json:"lastAttemptedRevisionDigest,omitempty"`
+	// LastAttemptedSourceRevision is what the chart of the last attempt was
+	// resolved from: the sha256 digest of a HelmRepository's index.yaml, the
+	// OCI manifest digest of a chart in an OCI HelmRepository, or the
+	// artifact revision of a GitRepository, Bucket, OCIRepository or
+	// HelmChart. It tells which index a version range was resolved against.
+	// +optional
+	LastAttemptedSourceRevision string `json:"lastAttemptedSourceRevision,omitempty"`
 	// LastAttemptedConfigDigest is the digest of the values last attempted
 	// (Flux's name for it).
 	// +optional

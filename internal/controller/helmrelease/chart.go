@@ -16,7 +16,6 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
-	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/source"
 )
@@ -39,19 +38,27 @@ var errNoArtifact = errors.New("has no artifact yet")
 // helmRepositoryKind is the kind of a chart source served as an index.
 const helmRepositoryKind = sourcev1.HelmRepositoryKind
 
-// GetChart returns the chart of hr and its digest.
-func (s *SourceCharts) GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*helm.Chart, string, error) {
+// GetChart returns the chart of hr and where it came from.
+func (s *SourceCharts) GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*SourcedChart, error) {
 	req, err := s.request(ctx, hr)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	res, err := s.Fetcher.Fetch(ctx, req)
 	if err != nil {
 		// Name the source object: a user fixes the HelmRepository (its URL
 		// or its secretRef), not the URL the error is about.
-		return nil, "", fmt.Errorf("%s: %w", sourceOf(hr), err)
+		return nil, fmt.Errorf("%s: %w", sourceOf(hr), err)
 	}
-	return res.Chart, chartDigestFor(hr, res.Digest, req.ArtifactRevision), nil
+	sourceRevision := res.SourceRevision
+	if req.ArtifactRevision != "" {
+		sourceRevision = req.ArtifactRevision
+	}
+	return &SourcedChart{
+		Chart:          res.Chart,
+		Digest:         chartDigestFor(hr, res.Digest, req.ArtifactRevision),
+		SourceRevision: sourceRevision,
+	}, nil
 }
 
 // chartDigestFor identifies the desired chart: its content digest, and under
@@ -119,7 +126,7 @@ func (s *SourceCharts) repository(ctx context.Context, key client.ObjectKey) (*c
 	}
 	interval := repo.Spec.Interval.Duration
 	r := &chart.Repository{URL: repo.Spec.URL, Type: repo.Spec.Type, Insecure: repo.Spec.Insecure,
-		PassCredentials: repo.Spec.PassCredentials}
+		Suspended: repo.Spec.Suspend, PassCredentials: repo.Spec.PassCredentials}
 	if repo.Spec.Timeout != nil {
 		r.Timeout = repo.Spec.Timeout.Duration
 	}

@@ -34,8 +34,8 @@ func (f *Fetcher) fetchOCI(ctx context.Context, r *Repository, name, constraint 
 	if err != nil {
 		return nil, err
 	}
-	base := strings.TrimSuffix(strings.TrimPrefix(r.URL, "oci://"), "/") + "/" + name
-	tags, err := f.ociTags(ctx, client, r, base, name)
+	base := ociBase(r, name)
+	tags, err := f.ociTags(ctx, client, r, base, name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +56,7 @@ func (f *Fetcher) fetchOCI(ctx context.Context, r *Repository, name, constraint 
 		return nil, err
 	}
 	res.ManifestDigest = pulled.manifestDigest
+	res.SourceRevision = pulled.manifestDigest
 	return res, nil
 }
 
@@ -65,11 +66,17 @@ type ociPull struct {
 	manifestDigest string
 }
 
-// ociTags lists the chart's tags, from the cache within the TTL. A registry
-// offers no conditional listing, so after the TTL the list is fetched again.
-func (f *Fetcher) ociTags(ctx context.Context, client *registry.Client, r *Repository, base, name string) ([]string, error) {
+// ociBase is the OCI repository of chart name: <url>/<name>, no scheme.
+func ociBase(r *Repository, name string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(r.URL, "oci://"), "/") + "/" + name
+}
+
+// ociTags lists the chart's tags, from the cache within the TTL (or while the
+// repository is suspended). A registry offers no conditional listing, so after
+// the TTL, or with revalidate, the list is fetched again.
+func (f *Fetcher) ociTags(ctx context.Context, client *registry.Client, r *Repository, base, name string, revalidate bool) ([]string, error) {
 	key := base + "#" + r.Credentials.fingerprint()
-	if e, ok := f.tags.get(key); ok && f.fresh(e.checked) {
+	if e, ok := f.tags.get(key); ok && (r.Suspended || (!revalidate && f.fresh(e.checked))) {
 		return e.tags, nil
 	}
 	v, err := f.shared(ctx, "tags\x00"+key, r.timeout(), func(context.Context) (any, error) {

@@ -40,6 +40,10 @@ type Repository struct {
 	// Credentials are read from spec.secretRef and spec.certSecretRef; nil
 	// means anonymous.
 	Credentials *Credentials
+	// Suspended is spec.suspend: the index or tag list last fetched is used
+	// as it is, as a suspended source keeps serving its last artifact in
+	// Flux. Only a repository never fetched is asked.
+	Suspended bool
 }
 
 // validate checks the type and URL scheme agree, so that a HelmRepository
