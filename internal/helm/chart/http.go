@@ -107,7 +107,7 @@ func (f *Fetcher) refreshIndex(ctx context.Context, r *Repository, key string) (
 		setIfPresent(header, "If-None-Match", prev.etag)
 		setIfPresent(header, "If-Modified-Since", prev.lastModified)
 	}
-	resp, err := f.get(ctx, r, url, header)
+	resp, err := f.get(ctx, r, "fetching index", url, header)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (f *Fetcher) archive(ctx context.Context, r *Repository, indexDigest, url s
 // download gets an archive and checks it is the one the index describes
 // before caching it.
 func (f *Fetcher) download(ctx context.Context, r *Repository, url, want, key string) (*archive, error) {
-	resp, err := f.get(ctx, r, url, nil)
+	resp, err := f.get(ctx, r, "downloading chart", url, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -197,9 +197,11 @@ func (f *Fetcher) download(ctx context.Context, r *Repository, url, want, key st
 	return a, nil
 }
 
-// get sends a GET and turns failures into typed errors. Basic auth goes to
-// the repository's own host only. The caller closes the body of a 2xx or 304.
-func (f *Fetcher) get(ctx context.Context, r *Repository, url string, header http.Header) (*http.Response, error) {
+// get sends a GET and turns failures into typed errors; step names what it is
+// for in an AuthError. Basic auth goes to the repository's own host only,
+// unless spec.passCredentials says otherwise. The caller closes the body of
+// a 2xx or 304.
+func (f *Fetcher) get(ctx context.Context, r *Repository, step, url string, header http.Header) (*http.Response, error) {
 	t, err := f.transport(r.Credentials)
 	if err != nil {
 		return nil, err
@@ -213,8 +215,10 @@ func (f *Fetcher) get(ctx context.Context, r *Repository, url string, header htt
 		req.Header = http.Header{}
 	}
 	req.Header.Set("User-Agent", userAgent)
-	if c := r.Credentials; c != nil && c.Username != "" && r.sameHost(url) {
+	anonymous := true
+	if c := r.Credentials; c != nil && c.Username != "" && r.sendsBasicAuthTo(url) {
 		req.SetBasicAuth(c.Username, c.Password)
+		anonymous = false
 	}
 	resp, err := (&http.Client{Transport: t}).Do(req)
 	if err != nil {
@@ -222,7 +226,7 @@ func (f *Fetcher) get(ctx context.Context, r *Repository, url string, header htt
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		resp.Body.Close()
-		return nil, &AuthError{URL: url, StatusCode: resp.StatusCode}
+		return nil, &AuthError{Step: step, URL: url, StatusCode: resp.StatusCode, Anonymous: anonymous}
 	}
 	if resp.StatusCode >= http.StatusBadRequest {
 		resp.Body.Close()
