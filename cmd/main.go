@@ -54,6 +54,9 @@ func run(ctx context.Context, args []string, output io.Writer) int {
 	zopts.DestWriter = output
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zopts)))
 	log := ctrl.Log.WithName("setup")
+	if limit := setMemoryLimitFromCgroup(cgroupRoot); limit > 0 {
+		log.Info("Go memory limit follows the container's", "bytes", limit)
+	}
 
 	if err := startManager(ctx, opts); err != nil {
 		log.Error(err, "Operator stopped with an error")

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	. "github.com/onsi/gomega"
 )
 
@@ -48,4 +51,17 @@ func TestOptions_Namespaces(t *testing.T) {
 			g.Expect(o.cacheOptions().DefaultNamespaces).To(HaveLen(len(tt.want)))
 		})
 	}
+}
+
+// Nothing reads managedFields: the cache drops them to save memory.
+func TestOptions_CacheDropsManagedFields(t *testing.T) {
+	g := NewWithT(t)
+	transform := (&options{}).cacheOptions().DefaultTransform
+	g.Expect(transform).NotTo(BeNil())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	out, err := transform(cm)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*corev1.ConfigMap).ManagedFields).To(BeEmpty())
+	g.Expect((&options{watchNamespace: "a"}).cacheOptions().DefaultTransform).NotTo(BeNil())
 }

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestCgroupMemoryLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  int64
+		ok    bool
+	}{
+		{name: "cgroup v2 limit", files: map[string]string{"memory.max": "536870912\n"}, want: 536870912, ok: true},
+		{name: "cgroup v2 without limit", files: map[string]string{"memory.max": "max\n"}},
+		{name: "cgroup v1 limit", files: map[string]string{"memory/memory.limit_in_bytes": "268435456\n"}, want: 268435456, ok: true},
+		{name: "cgroup v1 without limit", files: map[string]string{"memory/memory.limit_in_bytes": "9223372036854771712\n"}},
+		{name: "no cgroup", files: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			root := t.TempDir()
+			for name, content := range tt.files {
+				g.Expect(os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)).To(Succeed())
+				g.Expect(os.WriteFile(filepath.Join(root, name), []byte(content), 0o600)).To(Succeed())
+			}
+			limit, ok := cgroupMemoryLimit(root)
+			g.Expect(ok).To(Equal(tt.ok))
+			g.Expect(limit).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestSetMemoryLimitFromCgroup(t *testing.T) {
+	g := NewWithT(t)
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	t.Setenv("GOMEMLIMIT", "")
+	root := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(root, "memory.max"), []byte("1000000000"), 0o600)).To(Succeed())
+	g.Expect(setMemoryLimitFromCgroup(root)).To(Equal(int64(900000000)))
+	g.Expect(debug.SetMemoryLimit(-1)).To(Equal(int64(900000000)))
+
+	// GOMEMLIMIT set by the user wins.
+	debug.SetMemoryLimit(before)
+	t.Setenv("GOMEMLIMIT", "100MiB")
+	g.Expect(setMemoryLimitFromCgroup(root)).To(BeZero())
+	g.Expect(debug.SetMemoryLimit(-1)).To(Equal(before))
+}
