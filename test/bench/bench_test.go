@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,15 +48,82 @@ func releases() int {
 	return 100
 }
 
-// countingTransport counts the API requests the operator makes.
+// countingTransport counts the API requests the operator makes, in all and
+// by verb and resource.
 type countingTransport struct {
-	next  http.RoundTripper
-	count *atomic.Int64
+	next   http.RoundTripper
+	count  *atomic.Int64
+	byKind *requestCounts
 }
 
 func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.count.Add(1)
+	c.byKind.add(requestKind(r))
 	return c.next.RoundTrip(r)
+}
+
+// requestCounts counts requests by kind ("GET secrets", "WATCH apps/deployments").
+type requestCounts struct {
+	mu     sync.Mutex
+	counts map[string]int64
+}
+
+func (r *requestCounts) add(kind string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counts == nil {
+		r.counts = map[string]int64{}
+	}
+	r.counts[kind]++
+}
+
+// table lists the kinds by count, as requests per release.
+func (r *requestCounts) table(releases int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kinds := make([]string, 0, len(r.counts))
+	for k := range r.counts {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return r.counts[kinds[i]] > r.counts[kinds[j]] })
+	var b strings.Builder
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "  %6.2f  %s\n", float64(r.counts[k])/float64(releases), k)
+	}
+	return b.String()
+}
+
+// requestKind names a request by verb and resource: the path's last
+// resource segment (/api/v1/namespaces/x/secrets/y → secrets), its API group,
+// and the subresource if any; a list with ?watch=true is a WATCH.
+func requestKind(r *http.Request) string {
+	verb := r.Method
+	if r.URL.Query().Get("watch") == "true" {
+		verb = "WATCH"
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	group := ""
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		group, parts = parts[1]+"/", parts[3:]
+	default:
+		return verb + " " + r.URL.Path // discovery, /version
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	if len(parts) == 0 {
+		return verb + " " + group + "(discovery)"
+	}
+	kind := group + parts[0]
+	if len(parts) >= 3 {
+		kind += "/" + parts[2]
+	} else if len(parts) == 1 && verb == http.MethodGet {
+		verb = "LIST"
+	}
+	return verb + " " + kind
 }
 
 func BenchmarkHelmReleases_OperatorVersusSequentialSDK(b *testing.B) {
@@ -65,8 +134,9 @@ func BenchmarkHelmReleases_OperatorVersusSequentialSDK(b *testing.B) {
 		repo := chartrepo.NewHTTPRepo(b, chartrepo.ChartDir("small"))
 		sdk := installSequentially(b, plane.Kubeconfig(), repo, n)
 		requests := &atomic.Int64{}
+		byKind := &requestCounts{}
 		rssBefore := rssMB(b)
-		operator := installWithOperator(b, cfg, repo, n, requests)
+		operator := installWithOperator(b, cfg, repo, n, requests, byKind)
 		rssAfter := rssMB(b)
 		b.ReportMetric(operator.Seconds(), "operator-s")
 		b.ReportMetric(sdk.Seconds(), "sequential-sdk-s")
@@ -77,6 +147,7 @@ func BenchmarkHelmReleases_OperatorVersusSequentialSDK(b *testing.B) {
 		fmt.Printf("%d releases: operator %v, sequential Helm SDK %v (%.2fx); %.0f API requests per release; RSS %.0f MB (+%.0f MB)\n",
 			n, operator.Round(time.Millisecond), sdk.Round(time.Millisecond), sdk.Seconds()/operator.Seconds(),
 			float64(requests.Load())/float64(n), rssAfter, rssAfter-rssBefore)
+		fmt.Printf("API requests per release, by verb and resource:\n%s", byKind.table(n))
 		_ = plane.Stop()
 	}
 }
@@ -155,11 +226,14 @@ func clientConfig(kubeconfig string) (*rest.Config, error) {
 
 // installWithOperator runs the operator's manager and creates n HelmReleases
 // at once; it returns the time until all are Ready.
-func installWithOperator(b *testing.B, cfg *rest.Config, repo *chartrepo.HTTPRepo, n int, requests *atomic.Int64) time.Duration {
+func installWithOperator(b *testing.B, cfg *rest.Config, repo *chartrepo.HTTPRepo, n int, requests *atomic.Int64,
+	byKind *requestCounts) time.Duration {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	counted := rest.CopyConfig(cfg)
-	counted.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, count: requests} }
+	counted.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return countingTransport{next: rt, count: requests, byKind: byKind}
+	}
 	mgr, err := ctrl.NewManager(counted, ctrl.Options{Scheme: testenv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		b.Fatal(err)

@@ -79,7 +79,7 @@ func newSourceCharts(mgr ctrl.Manager, dir string) (*SourceCharts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the chart artifact store: %w", err)
 	}
-	return &SourceCharts{Reader: mgr.GetAPIReader(), Fetcher: chart.NewFetcher(chart.Options{}), Artifacts: store}, nil
+	return &SourceCharts{Reader: mgr.GetAPIReader(), Sources: mgr.GetClient(), Fetcher: chart.NewFetcher(chart.Options{}), Artifacts: store}, nil
 }
 
 // setupWithManager registers the reconciler, its indexes and watches.
