@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
@@ -110,17 +112,7 @@ func TestChart_ServiceMonitorIsOptional(t *testing.T) {
 	g := NewWithT(t)
 	chrt, err := loader.Load(chartDir(t))
 	g.Expect(err).NotTo(HaveOccurred())
-	render := func(values map[string]any) (string, error) {
-		install := action.NewInstall(&action.Configuration{})
-		install.ReleaseName, install.Namespace = chartRelease, chartNS
-		install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, false
-		install.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
-		rel, err := install.Run(chrt, values)
-		if err != nil {
-			return "", err
-		}
-		return rel.Manifest, nil
-	}
+	render := func(values map[string]any) (string, error) { return renderChart(chrt, values) }
 	manifest, err := render(nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(manifest).NotTo(ContainSubstring("kind: ServiceMonitor"))
@@ -135,6 +127,34 @@ func TestChart_ServiceMonitorIsOptional(t *testing.T) {
 		"metrics":        map[string]any{"service": map[string]any{"enabled": false}},
 	})
 	g.Expect(err).To(MatchError(ContainSubstring("serviceMonitor.enabled needs metrics.service.enabled")))
+}
+
+// renderChart renders the chart's manifests without a cluster.
+func renderChart(chrt *chart.Chart, values map[string]any) (string, error) {
+	install := action.NewInstall(&action.Configuration{})
+	install.ReleaseName, install.Namespace = chartRelease, chartNS
+	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, false
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+	rel, err := install.Run(chrt, values)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// TestChart_ImageDigestPinsTheImage: image.digest (what `make image` prints)
+// names the image by digest and wins over the tag.
+func TestChart_ImageDigestPinsTheImage(t *testing.T) {
+	g := NewWithT(t)
+	chrt, err := loader.Load(chartDir(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	manifest, err := renderChart(chrt, map[string]any{"image": map[string]any{
+		"repository": "registry.example.com/kraan/kraan-operator", "tag": "v9", "digest": digest,
+	}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(manifest).To(ContainSubstring("image: registry.example.com/kraan/kraan-operator@" + digest + "\n"))
+	g.Expect(manifest).NotTo(ContainSubstring(":v9"))
 }
 
 // TestChart_CRDsAreGenerated fails when dist/chart/crds differs from
