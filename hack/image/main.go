@@ -119,6 +119,9 @@ func runOperator(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if imagebuild.Uncommitted(ctx, ".") {
+		_, _ = fmt.Fprintf(stdout, "note: building commit %s; uncommitted changes are not in the image\n", m.Revision)
+	}
 	res, err := imagebuild.BuildOperator(ctx, imagebuild.OperatorOptions{
 		ModuleDir: ".", Out: c.out, Ref: c.image, Platforms: ps, Meta: m,
 	})

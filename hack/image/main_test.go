@@ -96,7 +96,7 @@ func TestPush_Succeeds(t *testing.T) {
 // non-zero exit, nothing reported as pushed — and no tag in the registry.
 func TestPush_Fails(t *testing.T) {
 	closed := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,8 +2,10 @@ package imagebuild
 
 import (
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -50,25 +52,38 @@ func ParsePlatforms(s string) ([]v1.Platform, error) {
 // BuildOperator compiles the operator for every platform, writes the
 // multi-platform image index as an OCI layout at o.Out and an SPDX SBOM per
 // platform beside it (<Out>.<os>-<arch>.spdx.json).
+//
+// Everything in the image — binary, watches.yaml, charts — comes from a
+// clean checkout of the commit o.Meta.Revision, not from the working tree:
+// the image's revision label and the binary's VCS stamp then describe exactly
+// what is in it, and Go stamps the revision only in a checkout whose .git is
+// a directory (never in a `git worktree`). Uncommitted changes are not built.
 func BuildOperator(ctx context.Context, o OperatorOptions) (Result, error) {
 	tmp, err := os.MkdirTemp("", "kraan-image-")
 	if err != nil {
 		return Result{}, err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
+	src := filepath.Join(tmp, "src")
+	if err := checkout(ctx, o.ModuleDir, o.Meta.Revision, src); err != nil {
+		return Result{}, err
+	}
 	res := Result{Layout: o.Out, Ref: o.Ref}
 	images := map[string]v1.Image{}
 	for _, p := range o.Platforms {
 		plat := p.OS + "-" + p.Architecture
 		bin := filepath.Join(tmp, "manager-"+plat)
-		if err := BuildBinary(ctx, o.ModuleDir, p, bin); err != nil {
+		if err := BuildBinary(ctx, src, p, bin); err != nil {
 			return Result{}, err
 		}
 		data, err := os.ReadFile(bin)
 		if err != nil {
 			return Result{}, err
 		}
-		if images[p.String()], err = OperatorImage(data, o.ModuleDir, p, o.Meta); err != nil {
+		if err := checkStamp(bin, o.Meta.Revision); err != nil {
+			return Result{}, err
+		}
+		if images[p.String()], err = OperatorImage(data, src, p, o.Meta); err != nil {
 			return Result{}, fmt.Errorf("assembling the operator image for %s: %w", p, err)
 		}
 		sbom, err := SBOM(bin, "kraan-operator-"+plat, o.Meta)
@@ -86,6 +101,36 @@ func BuildOperator(ctx context.Context, o OperatorOptions) (Result, error) {
 		return Result{}, err
 	}
 	return res, WriteLayout(o.Out, idx, o.Ref)
+}
+
+// checkout makes dst a clone of the repository at dir, checked out at the
+// commit rev. The clone borrows dir's objects (--shared): it takes well under
+// a second.
+func checkout(ctx context.Context, dir, rev, dst string) error {
+	for _, args := range [][]string{
+		{"clone", "--quiet", "--shared", "--no-checkout", dir, dst},
+		{"-C", dst, "checkout", "--quiet", "--detach", rev},
+	} {
+		if out, err := exec.CommandContext(ctx, "git", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("checking out commit %s of %s to build it: %w: %s", rev, dir, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// checkStamp fails unless the binary records the commit it was built from,
+// as `go version -m` shows it.
+func checkStamp(bin, rev string) error {
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		return fmt.Errorf("reading the build information of %s: %w", bin, err)
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && s.Value == rev {
+			return nil
+		}
+	}
+	return fmt.Errorf("the operator binary does not record commit %s as its vcs.revision; is git on PATH?", rev)
 }
 
 // BuildBundle writes the bundle image of bundleDir, with the operator image

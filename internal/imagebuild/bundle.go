@@ -88,7 +88,7 @@ func pinCSVObject(obj map[string]any, operator Pin) error {
 	if spec == nil {
 		return fmt.Errorf("the ClusterServiceVersion has no spec")
 	}
-	spec["relatedImages"] = []any{map[string]any{"name": RelatedImageName, "image": operator.To}}
+	spec["relatedImages"] = []any{relatedImage(RelatedImageName, operator.To)}
 	return nil
 }
 
@@ -150,6 +150,11 @@ func bundleLabels(bundleDir string) (map[string]string, error) {
 		return nil, fmt.Errorf("%s/metadata/annotations.yaml does not declare a registry+v1 bundle; run `make bundle`", bundleDir)
 	}
 	return a.Annotations, nil
+}
+
+// relatedImage is an entry of a CSV's or an olm.bundle's relatedImages.
+func relatedImage(name, image string) map[string]any {
+	return map[string]any{"name": name, "image": image}
 }
 
 // splitYAML splits a multi-document YAML stream on its "---" lines.

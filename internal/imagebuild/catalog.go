@@ -33,7 +33,7 @@ func CatalogImage(catalogDir string, bundle, operator Pin, m Metadata) (v1.Image
 		return nil, err
 	}
 	for i, e := range entries {
-		if e.Mode.IsDir() || !(strings.HasSuffix(e.Name, ".yaml") || strings.HasSuffix(e.Name, ".yml") || strings.HasSuffix(e.Name, ".json")) {
+		if e.Mode.IsDir() || !catalogFile(e.Name) {
 			continue
 		}
 		pinned, err := PinCatalogFile(e.Data, bundle, operator)
@@ -51,6 +51,11 @@ func CatalogImage(catalogDir string, bundle, operator Pin, m Metadata) (v1.Image
 	}
 	return assemble([]v1.Layer{layer}, v1.Platform{OS: "linux", Architecture: "amd64"},
 		v1.Config{Labels: labels}, m.Created, []string{"file-based catalog in /configs"})
+}
+
+// catalogFile says whether opm reads the file: YAML or JSON.
+func catalogFile(name string) bool {
+	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.HasSuffix(name, ".json")
 }
 
 // PinCatalogFile pins the bundle and operator images in every document of a
@@ -74,8 +79,8 @@ func PinCatalogFile(data []byte, bundle, operator Pin) ([]byte, error) {
 			// What opm renders from the pinned bundle image: the bundle
 			// image itself, then the CSV's relatedImages.
 			obj["relatedImages"] = []any{
-				map[string]any{"name": "", "image": bundle.To},
-				map[string]any{"name": RelatedImageName, "image": operator.To},
+				relatedImage("", bundle.To),
+				relatedImage(RelatedImageName, operator.To),
 			}
 		}
 		y, err := yaml.Marshal(obj)

@@ -58,7 +58,7 @@ var testPlatforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}}
 // moduleRoot is the repository's root, where the images are built from.
 func moduleRoot(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	out, err := exec.CommandContext(context.Background(), "go", "env", "GOMOD").Output()
 	if err != nil {
 		t.Fatalf("go env GOMOD: %v", err)
 	}

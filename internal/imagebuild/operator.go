@@ -66,6 +66,13 @@ func GitMetadata(ctx context.Context, dir, source, version string) (Metadata, er
 	return Metadata{Source: source, Version: version, Revision: rev, Created: time.Unix(epoch, 0).UTC()}, nil
 }
 
+// Uncommitted says whether the checkout at dir has changes to tracked files
+// that are not committed: `make image` builds the commit, without them.
+func Uncommitted(ctx context.Context, dir string) bool {
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=no").Output()
+	return err == nil && len(bytes.TrimSpace(out)) > 0
+}
+
 // Labels are the OCI labels of every image of this build.
 func (m Metadata) Labels() map[string]string {
 	return map[string]string{
@@ -88,7 +95,7 @@ func BuildBinary(ctx context.Context, moduleDir string, p v1.Platform, out strin
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building the operator for %s/%s: %v: %s", p.OS, p.Architecture, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("building the operator for %s/%s: %w: %s", p.OS, p.Architecture, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }
@@ -108,8 +115,8 @@ func OperatorImage(binary []byte, moduleDir string, p v1.Platform, m Metadata) (
 	if err != nil {
 		return nil, err
 	}
-	app := append(charts, File(BinaryPath, 0o755, binary), File("watches.yaml", 0o644, watches))
-	appLayer, err := NewLayer(app, m.Created)
+	charts = append(charts, File(BinaryPath, 0o755, binary), File("watches.yaml", 0o644, watches))
+	appLayer, err := NewLayer(charts, m.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +165,6 @@ func assemble(layers []v1.Layer, p v1.Platform, cfg v1.Config, created time.Time
 func Index(images map[string]v1.Image, platforms []v1.Platform, annotations map[string]string) v1.ImageIndex {
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range platforms {
-		p := p
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
 			Add:        images[p.String()],
 			Descriptor: v1.Descriptor{Platform: &p},

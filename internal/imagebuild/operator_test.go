@@ -101,7 +101,7 @@ func TestOperatorImage_NonRootStaticBinaryOfThisCommit(t *testing.T) {
 	g.Expect(settings).To(HaveKeyWithValue("CGO_ENABLED", "0"))
 	g.Expect(settings).To(HaveKeyWithValue("-trimpath", "true"))
 	g.Expect(settings).To(HaveKeyWithValue("GOARCH", "amd64"))
-	g.Expect(settings["-ldflags"]).To(ContainSubstring("-buildid="))
+	g.Expect(settings).To(HaveKeyWithValue("vcs.modified", "false"), "built from a clean checkout of the commit")
 }
 
 type imageFile struct {
@@ -144,7 +144,7 @@ func imageFiles(t *testing.T, img v1.Image) map[string]imageFile {
 
 func gitHead(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("git", "-C", moduleRoot(t), "rev-parse", "HEAD").Output()
+	out, err := exec.CommandContext(t.Context(), "git", "-C", moduleRoot(t), "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Fatalf("git rev-parse HEAD: %v", err)
 	}
@@ -209,7 +209,7 @@ func TestSBOM_ListsTheModulesOfGoMod(t *testing.T) {
 		g.Expect(versions).To(HaveKeyWithValue(mod, required[mod]))
 	}
 	type rel struct{ From, Type, To string }
-	var rels []rel
+	rels := make([]rel, 0, len(doc.Relationships))
 	for _, r := range doc.Relationships {
 		rels = append(rels, rel{r.From, r.Type, r.To})
 	}
@@ -221,7 +221,7 @@ func TestSBOM_ListsTheModulesOfGoMod(t *testing.T) {
 // goModRequires reads go.mod's require directives.
 func goModRequires(t *testing.T) map[string]string {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "edit", "-json")
+	cmd := exec.CommandContext(t.Context(), "go", "mod", "edit", "-json")
 	cmd.Dir = moduleRoot(t)
 	out, err := cmd.Output()
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 func pushAll(t *testing.T, b built) (operator, bundle, catalog string) {
 	t.Helper()
 	ctx := context.Background()
-	var refs []string
+	refs := make([]string, 0, 3)
 	for _, r := range []imagebuild.Result{b.operator, b.bundle, b.catalog} {
 		pushed, err := imagebuild.Push(ctx, r.Layout, r.Ref, tlsTransport())
 		if err != nil {
@@ -70,7 +70,7 @@ func TestImages_RoundTripThroughRegistry(t *testing.T) {
 	// bundle is what opm renders from the bundle image.
 	catalogFromDir := render(t, opm, env, filepath.Join(root, "catalog"))
 	catalogFromImage := render(t, opm, env, catalogImg)
-	var wantCatalog []map[string]any
+	wantCatalog := make([]map[string]any, 0, len(catalogFromDir))
 	for _, doc := range catalogFromDir {
 		if doc["schema"] == "olm.bundle" {
 			doc = pinnedBundle(doc, bundleImg, b.operatorPin)
@@ -82,7 +82,7 @@ func TestImages_RoundTripThroughRegistry(t *testing.T) {
 
 	// operator-sdk unpacks the bundle image without a container engine and
 	// validates it with the OperatorHub suite; a warning fails.
-	sdk := exec.Command(tool(t, "KRAAN_OPERATOR_SDK"), "bundle", "validate", bundleImg,
+	sdk := exec.CommandContext(t.Context(), tool(t, "KRAAN_OPERATOR_SDK"), "bundle", "validate", bundleImg,
 		"--image-builder", "none", "--select-optional", "suite=operatorframework")
 	sdk.Dir, sdk.Env = t.TempDir(), env
 	out, err := sdk.CombinedOutput()
@@ -96,7 +96,7 @@ func TestImages_RoundTripThroughRegistry(t *testing.T) {
 // encodings of the same manifest compare equal).
 func render(t *testing.T, opm string, env []string, arg string) []map[string]any {
 	t.Helper()
-	cmd := exec.Command(opm, "render", "--output=json", arg)
+	cmd := exec.CommandContext(t.Context(), opm, "render", "--output=json", arg)
 	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
