@@ -64,6 +64,9 @@ func BuildOperator(ctx context.Context, o OperatorOptions) (Result, error) {
 		return Result{}, err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(o.Out)), 0o755); err != nil {
+		return Result{}, err
+	}
 	src := filepath.Join(tmp, "src")
 	if err := checkout(ctx, o.ModuleDir, o.Meta.Revision, src); err != nil {
 		return Result{}, err
