@@ -97,9 +97,12 @@ func TestInvalidObjects_AreRejectedNamingTheField(t *testing.T) {
 		// Flux fields that are refused (internal/manifest.RefusedFields) are
 		// in the schema so that the API server rejects them loudly instead of
 		// pruning them.
-		{"release refused kubeConfig", validRelease,
-			[]change{{"spec.kubeConfig", map[string]any{"secretRef": map[string]any{"name": "remote"}}}},
-			[]string{"spec.kubeConfig is not supported (UnsupportedField)", "installed in this cluster instead of the remote one"}},
+		{"release refused kubeConfig configMapRef", validRelease,
+			[]change{{"spec.kubeConfig", map[string]any{"configMapRef": map[string]any{"name": "provider"}}}},
+			[]string{"spec.kubeConfig.configMapRef is not supported (UnsupportedField)", "workload identity"}},
+		{"release kubeConfig without a Secret name", validRelease,
+			[]change{{"spec.kubeConfig", map[string]any{"secretRef": map[string]any{"key": "value"}}}},
+			[]string{"spec.kubeConfig.secretRef.name", "Required value"}},
 		{"release refused chart verification", validRelease,
 			[]change{{"spec.chart.spec.verify", map[string]any{"provider": "cosign"}}},
 			[]string{"spec.chart.spec.verify is not supported (UnsupportedField)"}},

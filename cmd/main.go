@@ -102,19 +102,28 @@ func startManager(ctx context.Context, opts *options) error {
 		// `get /metrics` may scrape.
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	chartKinds, err := opts.loadWatches()
+	if err != nil {
+		return err
+	}
+	selector, err := opts.labelSelector()
+	if err != nil {
+		return err
+	}
+	scheme := newScheme()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        newScheme(),
+		Scheme:                        scheme,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
-		LeaderElectionID:              leaderElectionID,
+		LeaderElectionID:              leaderElectionIDFor(selector),
 		LeaderElectionNamespace:       opts.leaderElectionNamespace,
 		LeaseDuration:                 &opts.leaseDuration,
 		RenewDeadline:                 &opts.renewDeadline,
 		RetryPeriod:                   &opts.retryPeriod,
 		LeaderElectionReleaseOnCancel: true, // the next leader starts at once, not after the lease expires
 		GracefulShutdownTimeout:       &opts.gracefulShutdown,
-		Cache:                         opts.cacheOptions(),
+		Cache:                         withLabelSelector(opts.cacheOptions(), selector, shardedKinds(scheme, chartKinds)),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -125,13 +134,10 @@ func startManager(ctx context.Context, opts *options) error {
 	layers := addonslayer.Options{
 		DataPath: opts.dataPath, SourceHostOverride: opts.sourceHostOverride, DefaultSourceNamespace: opts.sourceNamespace,
 	}
-	chartKinds, err := opts.loadWatches()
-	if err != nil {
-		return err
-	}
 	if err := operator.SetupAll(mgr, operator.Options{
 		ControllerOptions: kit.ControllerOptions{
 			MaxConcurrentReconciles: opts.concurrent, MinRetryDelay: opts.minRetryDelay, MaxRetryDelay: opts.maxRetryDelay,
+			NoCrossNamespaceRefs: opts.noCrossNamespaceRefs, DependencyRequeue: opts.requeueDependency,
 		},
 		Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount,
 		Watches: chartKinds, WatchNamespaces: opts.namespaces(),

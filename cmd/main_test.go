@@ -37,8 +37,9 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 		"concurrent", "data-path", "default-service-account", "default-source-namespace", "graceful-shutdown-timeout",
 		"health-probe-bind-address", "kubeconfig", "leader-elect", "leader-election-lease-duration",
 		"leader-election-namespace", "leader-election-renew-deadline", "leader-election-retry-period",
-		"log-format", "log-level", "max-retry-delay", "metrics-bind-address", "metrics-secure", "min-retry-delay", "source-host-override",
-		"watch-namespace", "watches-file",
+		"log-format", "log-level", "max-retry-delay", "metrics-bind-address", "metrics-secure", "min-retry-delay",
+		"no-cross-namespace-refs", "requeue-dependency", "source-host-override",
+		"watch-label-selector", "watch-namespace", "watches-file",
 	}))
 }
 
@@ -50,6 +51,8 @@ func TestRun_BadFlags_ExitWithUsageError(t *testing.T) {
 		{"--leader-election-retry-period=0s"},
 		{"--min-retry-delay=0s"},
 		{"--min-retry-delay=2m", "--max-retry-delay=1m"},
+		{"--requeue-dependency=0s"},
+		{"--watch-label-selector=sharding.fluxcd.io/key in (a"},
 	} {
 		var out bytes.Buffer
 		g := NewWithT(t)

@@ -38,6 +38,9 @@ type options struct {
 	sourceHostOverride      string
 	sourceNamespace         string
 	defaultServiceAccount   string
+	noCrossNamespaceRefs    bool
+	requeueDependency       time.Duration
+	watchLabelSelector      string
 	watchesFile             string
 	watchNamespace          string
 }
@@ -84,6 +87,13 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 	fs.StringVar(&opts.defaultServiceAccount, "default-service-account", "",
 		"Service account (in the HelmRelease's namespace) that HelmReleases naming none impersonate; "+
 			"set it to lock tenants down to what that account may do.")
+	fs.BoolVar(&opts.noCrossNamespaceRefs, "no-cross-namespace-refs", false,
+		"Refuse HelmReleases that refer to a chart source or a dependency in another namespace (Flux's multi-tenancy lockdown).")
+	fs.DurationVar(&opts.requeueDependency, "requeue-dependency", kit.DefaultDependencyRequeue,
+		"How often a HelmRelease waiting on its dependencies is looked at again, besides the watch on them.")
+	fs.StringVar(&opts.watchLabelSelector, "watch-label-selector", "",
+		"Reconcile only the HelmReleases, AddonsLayers and chart-backed objects matching this label selector, "+
+			"e.g. sharding.fluxcd.io/key=shard1 (Flux's sharding); empty reconciles all.")
 	fs.StringVar(&opts.watchesFile, "watches-file", defaultWatchesFile,
 		"watches.yaml listing the chart-backed kinds; relative to the working directory, then "+imageWatchesFile+".")
 	fs.StringVar(&opts.watchNamespace, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),
@@ -100,6 +110,12 @@ func parseOptions(args []string, output io.Writer) (*options, error) {
 	if opts.minRetryDelay <= 0 || opts.maxRetryDelay < opts.minRetryDelay {
 		return nil, fmt.Errorf("--min-retry-delay must be above 0 and at most --max-retry-delay, got %s and %s",
 			opts.minRetryDelay, opts.maxRetryDelay)
+	}
+	if opts.requeueDependency <= 0 {
+		return nil, fmt.Errorf("--requeue-dependency must be above 0, got %s", opts.requeueDependency)
+	}
+	if _, err := opts.labelSelector(); err != nil {
+		return nil, err
 	}
 	if opts.concurrent < 1 {
 		return nil, fmt.Errorf("--concurrent must be at least 1, got %d", opts.concurrent)

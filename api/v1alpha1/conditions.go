@@ -65,6 +65,7 @@ const (
 	ReasonRetryOnFailure     = "RetryOnFailure"
 	ReasonProgressing        = "Progressing"
 	ReasonReconcileError     = "ReconcileError"
+	ReasonKubeConfigError    = "KubeConfigError"
 	ReasonAccessDenied       = "AccessDenied"
 	ReasonDriftDetected      = "DriftDetected"
 	ReasonDriftCorrected     = "DriftCorrected"

@@ -10,7 +10,6 @@ import (
 // field by field.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.chart) != has(self.chartRef)",message="exactly one of spec.chart or spec.chartRef must be set"
-// +kubebuilder:validation:XValidation:rule="!has(self.kubeConfig)",message="spec.kubeConfig is not supported (UnsupportedField): the release would be installed in this cluster instead of the remote one; keep this release with Flux's helm-controller"
 type HelmReleaseSpec struct {
 	// Chart is the template of the chart to install: its name or path, version
 	// range and source.
@@ -77,15 +76,13 @@ type HelmReleaseSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
-	// KubeConfig is Flux's remote-cluster target. It is refused at admission:
-	// installing a release meant for another cluster into this one would be
-	// worse than not installing it. The field exists so that the refusal is
-	// loud instead of the API server pruning it silently.
+	// KubeConfig installs the release into a remote cluster: every Helm
+	// action, the release records and drift detection use the kubeconfig held
+	// in a Secret of the HelmRelease's namespace, as Flux does. With it,
+	// serviceAccountName names an account of the remote cluster to
+	// impersonate, and --default-service-account does not apply.
 	// +optional
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	KubeConfig *apiextensionsv1.JSON `json:"kubeConfig,omitempty"`
+	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
 
 	// PersistentClient, as in Flux, reuses one Kubernetes client (discovery
 	// and REST mapping) for every Helm action of the release; false gives each
@@ -339,6 +336,44 @@ type DependencyReference struct {
 	// admission: a dependency would be judged ready differently than asked.
 	// +optional
 	ReadyExpr string `json:"readyExpr,omitempty"`
+}
+
+// KubeConfigReference locates a kubeconfig, as Flux's meta.KubeConfigReference.
+// +kubebuilder:validation:XValidation:rule="!has(self.configMapRef)",message="spec.kubeConfig.configMapRef is not supported (UnsupportedField): a cloud provider's workload identity is not implemented; use spec.kubeConfig.secretRef"
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef)",message="spec.kubeConfig must set secretRef"
+type KubeConfigReference struct {
+	// SecretRef is the Secret, in the HelmRelease's namespace, holding the
+	// kubeconfig under key (default "value", then "value.yaml"). The
+	// kubeconfig must carry its credentials inline: file references, exec
+	// plugins and insecure-skip-tls-verify are refused, so a release cannot
+	// make the operator read its own files or run programs.
+	// +optional
+	SecretRef *SecretKeyReference `json:"secretRef,omitempty"`
+	// ConfigMapRef is Flux's workload-identity configuration; refused.
+	// +optional
+	ConfigMapRef *LocalObjectReference `json:"configMapRef,omitempty"`
+}
+
+// SecretKeyReference names a key of a Secret in the same namespace.
+type SecretKeyReference struct {
+	// Name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key of the Secret's data; empty means "value", then "value.yaml".
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
+}
+
+// LocalObjectReference names an object in the same namespace.
+type LocalObjectReference struct {
+	// Name of the object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // ValuesReference is a ConfigMap or Secret key holding values.
@@ -731,6 +766,13 @@ type HelmReleaseStatus struct {
 	// LastAttemptedRevisionDigest is the digest of the chart last attempted.
 	// +optional
 	LastAttemptedRevisionDigest string `json:"lastAttemptedRevisionDigest,omitempty"`
+	// LastAttemptedSourceRevision is what the chart of the last attempt was
+	// resolved from: the sha256 digest of a HelmRepository's index.yaml, the
+	// OCI manifest digest of a chart in an OCI HelmRepository, or the
+	// artifact revision of a GitRepository, Bucket, OCIRepository or
+	// HelmChart. It tells which index a version range was resolved against.
+	// +optional
+	LastAttemptedSourceRevision string `json:"lastAttemptedSourceRevision,omitempty"`
 	// LastAttemptedConfigDigest is the digest of the values last attempted
 	// (Flux's name for it).
 	// +optional

@@ -40,7 +40,11 @@ func (e *Engine) applyCRDs(ctx context.Context, target Target, ch *helmchart.Cha
 		}
 	}
 	// Kinds the CRDs define must resolve in the upgrade that follows.
-	e.mapper.Reset()
+	cc, err := e.clientsFor(target)
+	if err != nil {
+		return err
+	}
+	cc.mapper.Reset()
 	return nil
 }
 

@@ -70,7 +70,7 @@ func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *Revision, s
 	if err != nil {
 		return DriftReport{}, err
 	}
-	objs, err := e.manifestObjects(rel.Manifest, target.Namespace)
+	objs, err := manifestObjects(rel.Manifest, target.Namespace, c.RESTMapper())
 	if err != nil {
 		return DriftReport{}, err
 	}
@@ -136,11 +136,15 @@ func ignoreRules(dd *kraanv1.DriftDetection) []jsondiff.IgnoreRule {
 
 // clientFor is a client acting as target's identity, on the shared mapper.
 func (e *Engine) clientFor(target Target) (client.Client, error) {
-	config := rest.CopyConfig(e.config)
+	cc, err := e.clientsFor(target)
+	if err != nil {
+		return nil, err
+	}
+	config := rest.CopyConfig(cc.config)
 	if target.Impersonate != "" {
 		config.Impersonate = rest.ImpersonationConfig{UserName: target.Impersonate}
 	}
-	c, err := client.New(config, client.Options{Mapper: e.mapper})
+	c, err := client.New(config, client.Options{Mapper: cc.mapper})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for drift detection: %w", err)
 	}
@@ -149,21 +153,21 @@ func (e *Engine) clientFor(target Target) (client.Client, error) {
 
 // manifestObjects decodes a release manifest, putting namespaced objects
 // without a namespace into the release's, as Helm does when it applies them.
-func (e *Engine) manifestObjects(manifest, namespace string) ([]*unstructured.Unstructured, error) {
+func manifestObjects(manifest, namespace string, mapper meta.RESTMapper) ([]*unstructured.Unstructured, error) {
 	objs, err := decodeObjects([]byte(manifest))
 	if err != nil {
 		return nil, fmt.Errorf("decoding the release manifest: %w", err)
 	}
 	for _, obj := range objs {
-		if obj.GetNamespace() == "" && e.namespaced(obj) {
+		if obj.GetNamespace() == "" && namespaced(mapper, obj) {
 			obj.SetNamespace(namespace)
 		}
 	}
 	return objs, nil
 }
 
-func (e *Engine) namespaced(obj *unstructured.Unstructured) bool {
+func namespaced(mapper meta.RESTMapper, obj *unstructured.Unstructured) bool {
 	gvk := obj.GroupVersionKind()
-	mapping, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	return err == nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace
 }

@@ -7,11 +7,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"helm.sh/helm/v3/pkg/action"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
@@ -24,33 +20,34 @@ const (
 )
 
 // Engine holds what every release shares: the operator's REST config, one
-// cached discovery client and one REST mapper. It is safe for concurrent use.
+// cached discovery client and one REST mapper, and the same per remote
+// cluster. It is safe for concurrent use.
 type Engine struct {
-	config    *rest.Config
-	discovery discovery.CachedDiscoveryInterface
-	mapper    meta.ResettableRESTMapper
+	local   *clusterClients
+	remotes remoteClusters
 }
 
 // NewEngine returns an engine talking to the cluster of config.
 func NewEngine(config *rest.Config) (*Engine, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(config)
-	if err != nil {
-		return nil, fmt.Errorf("creating the discovery client: %w", err)
-	}
-	cached := memory.NewMemCacheClient(dc)
 	helmConfig := rest.CopyConfig(config)
 	// Helm's wait polls every object of a release every 2 seconds; client-go's
 	// default limit (5 requests/s) throttles a few concurrent waits into
 	// failure. Each action gets its own limiter from these settings.
 	helmConfig.QPS = max(helmConfig.QPS, helmQPS)
 	helmConfig.Burst = max(helmConfig.Burst, helmBurst)
-	return &Engine{
-		config:    helmConfig,
-		discovery: cached,
-		// Helm resets a resettable mapper after installing a chart's CRDs, so
-		// kinds defined by those CRDs resolve in the same install.
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached),
-	}, nil
+	local, err := newClusterClients(helmConfig)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{local: local}, nil
+}
+
+// clientsFor are the clients of the cluster target lives in.
+func (e *Engine) clientsFor(target Target) (*clusterClients, error) {
+	if target.Cluster == nil {
+		return e.local, nil
+	}
+	return e.remotes.get(target.Cluster)
 }
 
 // Target says where a release lives and as whom the engine acts on it.
@@ -69,29 +66,33 @@ type Target struct {
 	// false): kinds created during an action outside Helm's CRD handling
 	// then resolve in the next action.
 	FreshClients bool
+	// Cluster, when set, is the remote cluster the release lives in
+	// (spec.kubeConfig); nil is the operator's own.
+	Cluster *Cluster
 }
 
 // configFor returns a Helm action configuration for target. Releases are
 // stored as Secrets in the storage namespace, as the helm CLI does, so `helm
 // list` and `helm history` keep working on releases the operator manages.
 func (e *Engine) configFor(target Target, debug action.DebugLog) (*action.Configuration, error) {
-	config := rest.CopyConfig(e.config)
+	cc, err := e.clientsFor(target)
+	if err != nil {
+		return nil, err
+	}
+	if target.FreshClients {
+		if cc, err = newClusterClients(cc.config); err != nil {
+			return nil, err
+		}
+	}
+	config := rest.CopyConfig(cc.config)
 	if target.Impersonate != "" {
 		config.Impersonate = rest.ImpersonationConfig{UserName: target.Impersonate}
 	}
 	getter := &restClientGetter{
 		config:    config,
 		namespace: target.Namespace,
-		discovery: e.discovery,
-		mapper:    e.mapper,
-	}
-	if target.FreshClients {
-		dc, err := discovery.NewDiscoveryClientForConfig(e.config)
-		if err != nil {
-			return nil, fmt.Errorf("creating the discovery client: %w", err)
-		}
-		getter.discovery = memory.NewMemCacheClient(dc)
-		getter.mapper = restmapper.NewDeferredDiscoveryRESTMapper(getter.discovery)
+		discovery: cc.discovery,
+		mapper:    cc.mapper,
 	}
 	cfg := &action.Configuration{}
 	if err := cfg.Init(getter, target.StorageNamespace, "secret", debug); err != nil {

@@ -28,7 +28,7 @@ type FieldRule struct {
 // a kraan.io HelmRelease that sets one is rejected by the API server (the
 // CRD's CEL rules, whose messages say the same).
 var RefusedFields = []FieldRule{
-	{"kubeConfig", "the release would be installed in this cluster instead of the remote one"},
+	{"kubeConfig.configMapRef", "a cloud provider's workload identity is not implemented; use kubeConfig.secretRef"},
 	{"chart.spec.verify", "the chart would be installed without verifying its signature"},
 	{"dependsOn[].readyExpr", "a dependency is ready when its Ready condition is True at its generation, not per a CEL expression"},
 }

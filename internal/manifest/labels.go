@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
 const (
@@ -24,7 +26,34 @@ const (
 	UpdateVersionAnnotation = "kraan.updateVersion"
 	// VersionValue is the values key InjectVersion sets.
 	VersionValue = "kraanVersion"
+	// ShardLabel is Flux's sharding label: an operator process started with
+	// --watch-label-selector=sharding.fluxcd.io/key=<shard> reconciles only
+	// the objects carrying it with that value.
+	ShardLabel = "sharding.fluxcd.io/key"
 )
+
+// SetShard gives a HelmRelease of a layer the layer's shard: the label
+// ShardLabel set to shard, or removed when shard is "", so that a layer and
+// its releases are always reconciled by the same operator process. Other
+// objects are left alone.
+func SetShard(obj *unstructured.Unstructured, shard string) {
+	if obj.GroupVersionKind().GroupKind() != kraanv1.GroupVersion.WithKind(helmReleaseKind).GroupKind() {
+		return
+	}
+	labels := obj.GetLabels()
+	if shard == "" {
+		if _, ok := labels[ShardLabel]; ok {
+			delete(labels, ShardLabel)
+			obj.SetLabels(labels)
+		}
+		return
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[ShardLabel] = shard
+	obj.SetLabels(labels)
+}
 
 // LabelOwner labels obj as owned by the layer, with both LayerLabel and
 // KraanLayerLabel. It fails when the layer's name is not a valid label value

@@ -92,3 +92,32 @@ func unstructuredValues(m map[string]any) (any, bool) {
 	v, ok := spec["values"]
 	return v, ok
 }
+
+func TestSetShard(t *testing.T) {
+	tests := []struct {
+		name             string
+		apiVersion, kind string
+		labels           map[string]string
+		shard            string
+		wantLabels       map[string]string
+	}{
+		{name: "a release takes the layer's shard", apiVersion: "kraan.io/v1alpha1", kind: "HelmRelease",
+			labels: map[string]string{"app": "x"}, shard: "a", wantLabels: map[string]string{"app": "x", ShardLabel: "a"}},
+		{name: "the layer's shard wins over the source's", apiVersion: "kraan.io/v1alpha1", kind: "HelmRelease",
+			labels: map[string]string{ShardLabel: "b"}, shard: "a", wantLabels: map[string]string{ShardLabel: "a"}},
+		{name: "a layer without a shard takes it away", apiVersion: "kraan.io/v1alpha1", kind: "HelmRelease",
+			labels: map[string]string{ShardLabel: "b", "app": "x"}, wantLabels: map[string]string{"app": "x"}},
+		{name: "other kinds are left alone", apiVersion: "v1", kind: "ConfigMap",
+			labels: map[string]string{ShardLabel: "b"}, shard: "a", wantLabels: map[string]string{ShardLabel: "b"}},
+		{name: "a HelmRelease of another group too", apiVersion: "example.com/v1", kind: "HelmRelease",
+			shard: "a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := obj(tt.apiVersion, tt.kind, "default", "x")
+			o.SetLabels(tt.labels)
+			SetShard(o, tt.shard)
+			NewWithT(t).Expect(o.GetLabels()).To(Equal(tt.wantLabels))
+		})
+	}
+}

@@ -21,6 +21,9 @@ type Options struct {
 	// Version, when set, is the layer's spec.version, injected into HelmReleases
 	// annotated `kraan.updateVersion: "true"` (see InjectVersion).
 	Version string
+	// Shard is the layer's ShardLabel value ("" for none), which its
+	// HelmReleases take (see SetShard).
+	Shard string
 }
 
 // Result is what a layer's directory holds.
@@ -134,10 +137,11 @@ func decorate(obj *unstructured.Unstructured, opts Options) error {
 			return err
 		}
 	}
-	if opts.Layer != "" {
-		return LabelOwner(obj, opts.Layer)
+	if opts.Layer == "" {
+		return nil
 	}
-	return nil
+	SetShard(obj, opts.Shard)
+	return LabelOwner(obj, opts.Layer)
 }
 
 // checkDuplicates rejects two documents defining the same object: applied one

@@ -248,6 +248,8 @@ func (h *harness) readyArtifact(g Gomega, obj client.Object, name string) *fluxm
 		art, conds = s.Status.Artifact, s.Status.Conditions
 	case *sourcev1.HelmChart:
 		art, conds = s.Status.Artifact, s.Status.Conditions
+	case *sourcev1.HelmRepository:
+		art, conds = s.Status.Artifact, s.Status.Conditions
 	}
 	g.Expect(art).NotTo(BeNil(), "source %s has no artifact: %+v", name, conds)
 	g.Expect(conds).To(ContainElement(And(HaveField("Type", "Ready"), HaveField("Status", metav1.ConditionTrue),

@@ -26,7 +26,9 @@ const (
 // not parse fails the layer, naming the file, before anything is applied or
 // released: what was deployed stays.
 func (r *Reconciler) reconcileRender(_ context.Context, sc *layerScope) *halt {
-	res, err := manifest.Read(sc.dir, manifest.Options{Root: sc.root, Layer: sc.layer.Name, Version: sc.layer.Spec.Version})
+	res, err := manifest.Read(sc.dir, manifest.Options{
+		Root: sc.root, Layer: sc.layer.Name, Version: sc.layer.Spec.Version, Shard: sc.layer.Labels[manifest.ShardLabel],
+	})
 	if err != nil {
 		return stalledFailure(reasonRenderFailed, fmt.Sprintf("revision %s: %v", sc.revision, err))
 	}

@@ -16,7 +16,6 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
-	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/source"
 )
@@ -39,19 +38,27 @@ var errNoArtifact = errors.New("has no artifact yet")
 // helmRepositoryKind is the kind of a chart source served as an index.
 const helmRepositoryKind = sourcev1.HelmRepositoryKind
 
-// GetChart returns the chart of hr and its digest.
-func (s *SourceCharts) GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*helm.Chart, string, error) {
+// GetChart returns the chart of hr and where it came from.
+func (s *SourceCharts) GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*SourcedChart, error) {
 	req, err := s.request(ctx, hr)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	res, err := s.Fetcher.Fetch(ctx, req)
 	if err != nil {
 		// Name the source object: a user fixes the HelmRepository (its URL
 		// or its secretRef), not the URL the error is about.
-		return nil, "", fmt.Errorf("%s: %w", sourceOf(hr), err)
+		return nil, fmt.Errorf("%s: %w", sourceOf(hr), err)
 	}
-	return res.Chart, chartDigestFor(hr, res.Digest, req.ArtifactRevision), nil
+	sourceRevision := res.SourceRevision
+	if req.ArtifactRevision != "" {
+		sourceRevision = req.ArtifactRevision
+	}
+	return &SourcedChart{
+		Chart:          res.Chart,
+		Digest:         chartDigestFor(hr, res.Digest, req.ArtifactRevision),
+		SourceRevision: sourceRevision,
+	}, nil
 }
 
 // chartDigestFor identifies the desired chart: its content digest, and under
@@ -118,24 +125,94 @@ func (s *SourceCharts) repository(ctx context.Context, key client.ObjectKey) (*c
 		return nil, 0, sourceReadError("HelmRepository", key, err)
 	}
 	interval := repo.Spec.Interval.Duration
-	r := &chart.Repository{URL: repo.Spec.URL, Type: repo.Spec.Type, Insecure: repo.Spec.Insecure}
+	r := &chart.Repository{URL: repo.Spec.URL, Type: repo.Spec.Type, Insecure: repo.Spec.Insecure,
+		Suspended: repo.Spec.Suspend, PassCredentials: repo.Spec.PassCredentials}
 	if repo.Spec.Timeout != nil {
 		r.Timeout = repo.Spec.Timeout.Duration
 	}
-	if repo.Spec.SecretRef == nil {
-		return r, interval, nil
+	if err := unsupportedProvider(repo); err != nil {
+		return nil, interval, kit.Terminal(kraanv1.ReasonArtifactFailed, err)
 	}
-	secret := &corev1.Secret{}
-	secretKey := client.ObjectKey{Namespace: key.Namespace, Name: repo.Spec.SecretRef.Name}
-	if err := s.Reader.Get(ctx, secretKey, secret); err != nil {
-		return nil, interval, sourceReadError("the secret of HelmRepository", key, err)
-	}
-	creds, err := chart.CredentialsFromSecret(secret.Data)
+	creds, err := s.repositoryCredentials(ctx, repo)
 	if err != nil {
-		return nil, interval, kit.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("secret %s of HelmRepository %s: %w", secretKey, key, err))
+		return nil, interval, err
 	}
 	r.Credentials = creds
 	return r, interval, nil
+}
+
+// unsupportedProvider refuses cloud workload identity (spec.provider aws,
+// azure or gcp), which source-controller uses for an OCI repository without
+// a secretRef: going anonymous instead would fail later with a 401 that
+// hides the cause.
+func unsupportedProvider(repo *sourcev1.HelmRepository) error {
+	p := repo.Spec.Provider
+	if repo.Spec.Type != sourcev1.HelmRepositoryTypeOCI || repo.Spec.SecretRef != nil || p == "" || p == sourcev1.GenericOCIProvider {
+		return nil
+	}
+	return fmt.Errorf("HelmRepository %s: spec.provider %s (cloud workload identity) is not supported: "+
+		"give the registry's credentials in a secretRef", client.ObjectKeyFromObject(repo), p)
+}
+
+// repositoryCredentials reads a HelmRepository's Secrets as source-controller
+// does: secretRef holds basic auth (and, deprecated but still read, TLS
+// keys), or for type oci may be a kubernetes.io/dockerconfigjson Secret;
+// certSecretRef holds ca.crt, tls.crt and tls.key and takes priority over
+// TLS keys in secretRef. A Secret that cannot work is the user's to fix: a
+// terminal error naming the field, the Secret and the key, never the content.
+func (s *SourceCharts) repositoryCredentials(ctx context.Context, repo *sourcev1.HelmRepository) (*chart.Credentials, error) {
+	var creds *chart.Credentials
+	if ref := repo.Spec.SecretRef; ref != nil {
+		secret, err := s.repositorySecret(ctx, repo, "secretRef", ref.Name)
+		if err != nil {
+			return nil, err
+		}
+		if creds, err = loginFromSecret(repo, secret); err != nil {
+			return nil, badRepositorySecret(repo, "secretRef", secret, err)
+		}
+	}
+	if ref := repo.Spec.CertSecretRef; ref != nil {
+		secret, err := s.repositorySecret(ctx, repo, "certSecretRef", ref.Name)
+		if err != nil {
+			return nil, err
+		}
+		certs, err := chart.TLSFromSecret(secret.Data)
+		if err != nil {
+			return nil, badRepositorySecret(repo, "certSecretRef", secret, err)
+		}
+		creds = creds.WithTLS(certs)
+	}
+	return creds, nil
+}
+
+// repositorySecret reads a Secret a HelmRepository's field names, in the
+// repository's namespace.
+func (s *SourceCharts) repositorySecret(ctx context.Context, repo *sourcev1.HelmRepository, field, name string) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: repo.Namespace, Name: name}
+	if err := s.Reader.Get(ctx, key, secret); err != nil {
+		return nil, sourceReadError(fmt.Sprintf("the %s of HelmRepository %s: Secret", field, client.ObjectKeyFromObject(repo)), key, err)
+	}
+	return secret, nil
+}
+
+// loginFromSecret reads the credentials of a secretRef: a Docker config for
+// an OCI registry when the Secret is of that type, else its keys.
+func loginFromSecret(repo *sourcev1.HelmRepository, secret *corev1.Secret) (*chart.Credentials, error) {
+	if secret.Type != corev1.SecretTypeDockerConfigJson {
+		return chart.CredentialsFromSecret(secret.Data)
+	}
+	if repo.Spec.Type != sourcev1.HelmRepositoryTypeOCI {
+		return nil, errors.New("a kubernetes.io/dockerconfigjson Secret logs in to OCI registries only: " +
+			"set type: oci, or give the Secret username and password keys")
+	}
+	return chart.CredentialsFromDockerConfig(secret.Data[corev1.DockerConfigJsonKey], repo.Spec.URL)
+}
+
+// badRepositorySecret says which HelmRepository field's Secret is wrong and why.
+func badRepositorySecret(repo *sourcev1.HelmRepository, field string, secret *corev1.Secret, err error) error {
+	return kit.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("HelmRepository %s: %s %s: %w",
+		client.ObjectKeyFromObject(repo), field, client.ObjectKeyFromObject(secret), err))
 }
 
 // artifactSource is a Flux source with an artifact.

@@ -19,10 +19,20 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm"
 )
 
-// ChartGetter returns the chart a HelmRelease asks for and the digest of its
-// content.
+// ChartGetter returns the chart a HelmRelease asks for, the digest of its
+// content and the source revision it was resolved from.
 type ChartGetter interface {
-	GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*helm.Chart, string, error)
+	GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*SourcedChart, error)
+}
+
+// SourcedChart is a release's chart and where it came from.
+type SourcedChart struct {
+	Chart *helm.Chart
+	// Digest identifies the desired chart (see chartDigestFor).
+	Digest string
+	// SourceRevision is what the chart was resolved from: a HelmRepository's
+	// index digest, an OCI manifest digest or a source's artifact revision.
+	SourceRevision string
 }
 
 // Options are the HelmRelease controller's settings.
@@ -52,15 +62,16 @@ type Reconciler struct {
 	// DefaultServiceAccount is impersonated when a HelmRelease names none
 	// (--default-service-account), to lock tenants down.
 	DefaultServiceAccount string
-	Metrics               *Metrics
-	// staleCharts re-queues releases stalled on a chart version their
-	// HelmRepository does not list, when the repository's index changes.
-	staleCharts *staleCharts
+	// NoCrossNamespaceRefs refuses references to other namespaces.
+	NoCrossNamespaceRefs bool
+	// DependencyRequeue is how often a release waiting on dependencies is
+	// looked at again besides the watch on them: a safety net, not the trigger.
+	DependencyRequeue time.Duration
+	Metrics           *Metrics
+	// repoWatch re-queues the releases a change of their HelmRepository's
+	// index concerns.
+	repoWatch *repositoryWatch
 }
-
-// dependencyRetry is how often a release waiting on dependencies is looked at
-// again besides the watch on them: a safety net, not the trigger.
-const dependencyRetry = 5 * time.Minute
 
 // sourceRetry is how soon a chart source that does not exist yet, or has no
 // artifact yet, is looked at again.
@@ -86,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.APIReader.Get(ctx, req.NamespacedName, hr); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forgetRelease(req.Namespace, req.Name)
-			r.staleCharts.Forget(req.NamespacedName)
+			r.repoWatch.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -108,7 +119,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 	return kit.RunSteps(ctx, sc,
+		r.reconcileAccess,
 		r.reconcileDependencies,
+		r.reconcileTarget,
 		r.reconcileChart,
 		r.reconcileValues,
 		r.reconcileRelease,
@@ -120,13 +133,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // suspended release is left installed, as Flux does.
 func (r *Reconciler) reconcileDelete(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	hr := sc.hr
-	r.staleCharts.Forget(client.ObjectKeyFromObject(hr))
+	r.repoWatch.Forget(client.ObjectKeyFromObject(hr))
 	if !controllerutil.ContainsFinalizer(hr, kraanv1.Finalizer) {
 		sc.deleted = true
 		return ctrl.Result{}, nil
 	}
 	if !hr.Spec.Suspend {
-		target := r.targetOf(hr)
+		target, err := r.resolvedTarget(ctx, hr)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.Engine.Uninstall(ctx, target, &hr.Spec); err != nil {
 			return ctrl.Result{}, kit.Transient(kraanv1.ReasonUninstallFailed, err)
 		}

@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -27,8 +30,12 @@ import (
 const (
 	// dependsOnIndex holds "<namespace>/<name>" of each dependency.
 	dependsOnIndex = ".spec.dependsOn"
-	// valuesFromIndex holds "<Kind>/<name>" of each valuesFrom object (same namespace).
+	// valuesFromIndex holds "<Kind>/<name>" of each valuesFrom object and of
+	// the kubeConfig Secret (same namespace).
 	valuesFromIndex = ".spec.valuesFrom"
+	// chartSourceIndex holds "<Kind>/<namespace>/<name>" of the chart's source
+	// (chart.spec.sourceRef or chartRef).
+	chartSourceIndex = ".spec.chartSource"
 )
 
 // Setup builds the HelmRelease reconciler on engine and registers it with
@@ -45,6 +52,8 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		Charts:                opts.Charts,
 		Events:                kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
 		DefaultServiceAccount: opts.DefaultServiceAccount,
+		NoCrossNamespaceRefs:  opts.NoCrossNamespaceRefs,
+		DependencyRequeue:     opts.DependencyRequeueOrDefault(),
 		Metrics:               metrics,
 	}
 	if r.Charts == nil {
@@ -53,9 +62,9 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 			return err
 		}
 		r.Charts = charts
-		r.staleCharts = newStaleCharts(charts)
-		if err := mgr.Add(kit.Every(staleChartsTick, r.staleCharts.checkDue)); err != nil {
-			return fmt.Errorf("adding the watcher of stalled chart sources: %w", err)
+		r.repoWatch = newRepositoryWatch(charts)
+		if err := mgr.Add(kit.Every(repoWatchTick, r.repoWatch.checkDue)); err != nil {
+			return fmt.Errorf("adding the watcher of HelmRepository indexes: %w", err)
 		}
 	}
 	return r.setupWithManager(mgr, opts.ControllerOptions)
@@ -83,6 +92,9 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts kit.ControllerOptio
 	if err := indexer.IndexField(ctx, &kraanv1.HelmRelease{}, valuesFromIndex, valuesFromKeys); err != nil {
 		return fmt.Errorf("indexing valuesFrom: %w", err)
 	}
+	if err := indexer.IndexField(ctx, &kraanv1.HelmRelease{}, chartSourceIndex, chartSourceKeys); err != nil {
+		return fmt.Errorf("indexing chart sources: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&kraanv1.HelmRelease{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -95,11 +107,82 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts kit.ControllerOptio
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsForValuesFrom("Secret")),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		WithOptions(opts.Controller())
-	if r.staleCharts != nil {
-		// Releases stalled on a chart source come back when its index changes.
-		b = b.WatchesRawSource(crsource.Channel(r.staleCharts.channel(), &handler.EnqueueRequestForObject{}))
+	// A new artifact of a chart's source reconciles the releases built from
+	// it at once, not at their interval.
+	for _, src := range []artifactSource{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}, &sourcev1.HelmChart{}} {
+		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(r.requestsForChartSource),
+			builder.WithPredicates(artifactChanged{}))
+	}
+	if r.repoWatch != nil {
+		// A HelmRepository is checked at once when its spec changes or
+		// source-controller publishes a new index of it; repoWatch then
+		// re-queues the releases the change concerns.
+		b = b.Watches(&sourcev1.HelmRepository{}, handler.Funcs{
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.repoWatch.Due(ctx, client.ObjectKeyFromObject(e.ObjectNew))
+			},
+		}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, artifactChanged{}))).
+			WatchesRawSource(crsource.Channel(r.repoWatch.channel(), &handler.EnqueueRequestForObject{}))
 	}
 	return b.Complete(r)
+}
+
+// artifactChanged passes updates of a Flux source whose artifact changed
+// (revision or digest): status updates that only touch conditions do not
+// concern the releases built from it.
+type artifactChanged struct {
+	predicate.Funcs
+}
+
+func (artifactChanged) Update(e event.UpdateEvent) bool {
+	oldSrc, okOld := e.ObjectOld.(artifactSource)
+	newSrc, okNew := e.ObjectNew.(artifactSource)
+	if !okOld || !okNew {
+		return false
+	}
+	a, b := oldSrc.GetArtifact(), newSrc.GetArtifact()
+	switch {
+	case b == nil:
+		return false
+	case a == nil:
+		return true
+	}
+	return a.Revision != b.Revision || a.Digest != b.Digest
+}
+
+func (artifactChanged) Create(event.CreateEvent) bool   { return false }
+func (artifactChanged) Delete(event.DeleteEvent) bool   { return false }
+func (artifactChanged) Generic(event.GenericEvent) bool { return false }
+
+// chartSourceKeys indexes a release by its chart's source.
+func chartSourceKeys(obj client.Object) []string {
+	hr := obj.(*kraanv1.HelmRelease)
+	if ref := hr.Spec.ChartRef; ref != nil {
+		return []string{chartSourceKey(ref.Kind, namespaced(ref.Namespace, hr.Namespace, ref.Name))}
+	}
+	if hr.Spec.Chart == nil {
+		return nil
+	}
+	ref := hr.Spec.Chart.Spec.SourceRef
+	return []string{chartSourceKey(ref.Kind, namespaced(ref.Namespace, hr.Namespace, ref.Name))}
+}
+
+func chartSourceKey(kind string, key client.ObjectKey) string {
+	return kind + "/" + key.String()
+}
+
+// requestsForChartSource maps a source to the releases whose chart it holds.
+func (r *Reconciler) requestsForChartSource(ctx context.Context, obj client.Object) []reconcile.Request {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		// Typed objects from the cache carry no kind; ask the scheme.
+		gvks, _, err := r.Scheme().ObjectKinds(obj)
+		if err != nil || len(gvks) == 0 {
+			return nil
+		}
+		kind = gvks[0].Kind
+	}
+	return r.listRequests(ctx, client.MatchingFields{chartSourceIndex: chartSourceKey(kind, client.ObjectKeyFromObject(obj))})
 }
 
 func dependsOnKeys(obj client.Object) []string {
@@ -120,6 +203,10 @@ func valuesFromKeys(obj client.Object) []string {
 	keys := make([]string, 0, len(hr.Spec.ValuesFrom))
 	for _, v := range hr.Spec.ValuesFrom {
 		keys = append(keys, v.Kind+"/"+v.Name)
+	}
+	// The kubeConfig Secret re-queues the release the same way.
+	if kc := hr.Spec.KubeConfig; kc != nil && kc.SecretRef != nil {
+		keys = append(keys, "Secret/"+kc.SecretRef.Name)
 	}
 	return keys
 }

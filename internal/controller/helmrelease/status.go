@@ -154,6 +154,7 @@ func (r *Reconciler) recordRun(sc *releaseScope) {
 	s := &hr.Status
 	s.LastAttemptedRevision = sc.desired.ChartVersion()
 	s.LastAttemptedRevisionDigest = sc.desired.ChartDigest
+	s.LastAttemptedSourceRevision = sc.sourceRevision
 	s.LastAttemptedValuesChecksum = attemptDigest(sc.desired)
 	s.LastAttemptedConfigDigest = helm.ValuesDigest(sc.desired.Values)
 	s.LastAttemptedGeneration = hr.Generation

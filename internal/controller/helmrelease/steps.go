@@ -26,6 +26,11 @@ type releaseScope struct {
 
 	// reconcileChart and reconcileValues: the desired chart and values.
 	desired helm.Desired
+	// sourceRevision is what reconcileChart resolved the chart from.
+	sourceRevision string
+	// target is where the release lives (reconcileTarget).
+	target helm.Target
+
 	// reconcileRelease: what the engine did; ran is false when no run happened.
 	run    helm.Result
 	runErr error
@@ -51,7 +56,7 @@ func (r *Reconciler) reconcileDependencies(ctx context.Context, sc *releaseScope
 			key.Namespace = hr.Namespace
 		}
 		if err := r.dependencyNotReady(ctx, key); err != nil {
-			return ctrl.Result{}, kit.Waiting(kraanv1.ReasonDependencyNotReady, dependencyRetry, err)
+			return ctrl.Result{}, kit.Waiting(kraanv1.ReasonDependencyNotReady, r.DependencyRequeue, err)
 		}
 	}
 	return ctrl.Result{}, nil
@@ -72,26 +77,52 @@ func (r *Reconciler) dependencyNotReady(ctx context.Context, key client.ObjectKe
 	return nil
 }
 
+// reconcileTarget says where the release lives: this cluster, or the remote
+// one of spec.kubeConfig.
+func (r *Reconciler) reconcileTarget(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+	target, err := r.resolvedTarget(ctx, sc.hr)
+	if err != nil {
+		r.Events.Warning(sc.hr, kraanv1.ReasonKubeConfigError, err.Error())
+		return ctrl.Result{}, err
+	}
+	if target.Cluster != nil {
+		sc.redactor.Add(target.Cluster.Credentials()...)
+	}
+	sc.target = target
+	return ctrl.Result{}, nil
+}
+
 // reconcileChart gets the chart. A chart or version the source does not have
-// stalls the release until the spec or the source changes (staleCharts
-// watches a HelmRepository's index for it); a source that cannot be reached
-// is retried with back-off.
+// stalls the release until the spec or the source changes (repoWatch watches
+// a HelmRepository's index for it, and the source watches the other kinds); a
+// source that cannot be reached is retried with back-off.
 func (r *Reconciler) reconcileChart(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(sc.hr)
-	chrt, digest, err := r.Charts.GetChart(ctx, sc.hr)
+	repo, fromRepository := helmRepositoryOf(sc.hr)
+	got, err := r.Charts.GetChart(ctx, sc.hr)
 	if err == nil {
-		r.staleCharts.Forget(key)
-		sc.desired = helm.Desired{Chart: chrt, ChartDigest: digest, PostRenderersDigest: helm.PostRenderersDigest(&sc.hr.Spec)}
+		sc.sourceRevision = got.SourceRevision
+		sc.desired = helm.Desired{Chart: got.Chart, ChartDigest: got.Digest, PostRenderersDigest: helm.PostRenderersDigest(&sc.hr.Spec)}
+		if fromRepository {
+			r.repoWatch.Track(ctx, key, repo, chartUseOf(sc.hr, sc.desired.ChartVersion()))
+		} else {
+			r.repoWatch.Forget(key)
+		}
 		return ctrl.Result{}, nil
 	}
 	err = sc.redactor.Error(classifyChartError(err))
-	if kit.Classify(err) == kit.ClassTerminal {
-		if repo, ok := helmRepositoryOf(sc.hr); ok {
-			r.staleCharts.Track(ctx, key, repo)
-		}
+	if fromRepository && kit.Classify(err) == kit.ClassTerminal {
+		r.repoWatch.Track(ctx, key, repo, chartUseOf(sc.hr, ""))
 	}
 	r.Events.Warning(sc.hr, kraanv1.ReasonArtifactFailed, err.Error())
 	return ctrl.Result{}, err
+}
+
+// chartUseOf is what hr asks of its HelmRepository, and the version it got
+// ("" when it got none).
+func chartUseOf(hr *kraanv1.HelmRelease, version string) chartUse {
+	spec := hr.Spec.Chart.Spec
+	return chartUse{chart: spec.Chart, constraint: spec.Version, version: version}
 }
 
 // helmRepositoryOf is the HelmRepository the release's chart comes from.
@@ -137,7 +168,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ct
 	force := handleRequest(hr, forceAtAnnotation, &hr.Status.LastHandledForceAt)
 	reset := handleRequest(hr, resetAtAnnotation, &hr.Status.LastHandledResetAt)
 	sc.run, sc.runErr = r.Engine.Run(ctx, helm.Request{
-		Target:   r.targetOf(hr),
+		Target:   sc.target,
 		Desired:  sc.desired,
 		Spec:     &hr.Spec,
 		Failures: r.failuresFor(hr, sc.desired, reset || force),
@@ -188,7 +219,7 @@ func (r *Reconciler) reconcileDrift(ctx context.Context, sc *releaseScope) (ctrl
 		apimeta.RemoveStatusCondition(&hr.Status.Conditions, kraanv1.DriftedCondition)
 		return ctrl.Result{}, nil
 	}
-	report, err := r.Engine.CheckDrift(ctx, r.targetOf(hr), latest, &hr.Spec)
+	report, err := r.Engine.CheckDrift(ctx, sc.target, latest, &hr.Spec)
 	if err != nil {
 		return ctrl.Result{}, kit.Transient(kraanv1.ReasonReconcileError, err)
 	}

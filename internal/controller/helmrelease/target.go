@@ -1,8 +1,17 @@
 package helmrelease
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/helm"
@@ -66,11 +75,64 @@ func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
 		t.StorageNamespace = hr.Spec.StorageNamespace
 	}
 	sa := hr.Spec.ServiceAccountName
-	if sa == "" {
+	if sa == "" && hr.Spec.KubeConfig == nil {
+		// The default account is one of this cluster; a remote cluster's
+		// kubeconfig carries its own identity, as in Flux.
 		sa = r.DefaultServiceAccount
 	}
 	if sa != "" {
 		t.Impersonate = "system:serviceaccount:" + hr.Namespace + ":" + sa
 	}
 	return t
+}
+
+// Keys a kubeConfig Secret holds the kubeconfig under when secretRef.key is
+// empty, tried in order, as Flux does.
+var defaultKubeConfigKeys = []string{"value", "value.yaml"}
+
+// resolvedTarget is targetOf with the remote cluster of spec.kubeConfig read
+// from its Secret. A Secret that is missing, lacks the key or holds a
+// kubeconfig the operator refuses stalls the release until the Secret changes
+// (the watch on Secrets brings it back); messages name the Secret and key,
+// never the content.
+func (r *Reconciler) resolvedTarget(ctx context.Context, hr *kraanv1.HelmRelease) (helm.Target, error) {
+	target := r.targetOf(hr)
+	ref := hr.Spec.KubeConfig
+	if ref == nil || ref.SecretRef == nil {
+		return target, nil
+	}
+	key := client.ObjectKey{Namespace: hr.Namespace, Name: ref.SecretRef.Name}
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, key, secret); err != nil {
+		err = fmt.Errorf("reading the kubeConfig Secret %s: %w", key, err)
+		if apierrors.IsNotFound(err) {
+			return target, kit.Terminal(kraanv1.ReasonKubeConfigError, err)
+		}
+		return target, kit.Transient(kraanv1.ReasonKubeConfigError, err)
+	}
+	keys := defaultKubeConfigKeys
+	if ref.SecretRef.Key != "" {
+		keys = []string{ref.SecretRef.Key}
+	}
+	for _, k := range keys {
+		data, ok := secret.Data[k]
+		if !ok {
+			continue
+		}
+		cluster, err := helm.ClusterFromKubeconfig(data)
+		if err != nil {
+			return target, kit.Terminal(kraanv1.ReasonKubeConfigError, fmt.Errorf("kubeConfig Secret %s, key %q: %w", key, k, err))
+		}
+		target.Cluster = cluster
+		return target, nil
+	}
+	return target, kit.Terminal(kraanv1.ReasonKubeConfigError,
+		errors.New(fmt.Sprintf("kubeConfig Secret %s has no key %q", key, keys[0])+keyAlternatives(keys)))
+}
+
+func keyAlternatives(keys []string) string {
+	if len(keys) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (nor %q)", keys[1])
 }

@@ -25,5 +25,9 @@
 // IsTransient says which are worth a retry with backoff.
 //
 // The package only reads: it needs no Kubernetes client. The controller reads
-// the HelmRepository and its Secret and passes their fields as a Repository.
+// the HelmRepository and its Secrets and passes their fields as a Repository;
+// CredentialsFromSecret (secretRef), TLSFromSecret (certSecretRef) and
+// CredentialsFromDockerConfig (a kubernetes.io/dockerconfigjson secretRef)
+// parse the Secrets' data as Flux does, checking PEM up front and never
+// quoting a Secret's content in an error.
 package chart

@@ -68,15 +68,27 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // AuthError is returned when a repository refuses the credentials given (or
 // their absence) with 401 Unauthorized or 403 Forbidden.
 type AuthError struct {
+	// Step is what was being done: "fetching index", "downloading chart",
+	// "listing tags", "resolving tag" or "pulling chart".
+	Step string
 	// URL that was requested.
 	URL string
 	// StatusCode is 401 or 403.
 	StatusCode int
+	// Anonymous is set when no credentials were sent.
+	Anonymous bool
 }
 
 func (e *AuthError) Error() string {
-	return fmt.Sprintf("%s: %d %s: check the username and password in the HelmRepository's secretRef",
-		e.URL, e.StatusCode, http.StatusText(e.StatusCode))
+	hint := "the repository refused the credentials of the HelmRepository's secretRef: check them"
+	if e.Anonymous {
+		hint = "the repository needs credentials: set the HelmRepository's secretRef"
+	}
+	step := e.Step
+	if step == "" {
+		step = "requesting"
+	}
+	return fmt.Sprintf("%s: %d %s from %s: %s", step, e.StatusCode, http.StatusText(e.StatusCode), e.URL, hint)
 }
 
 // StatusError is returned when a repository answers with an unexpected HTTP

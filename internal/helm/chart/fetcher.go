@@ -142,6 +142,10 @@ type Result struct {
 	URL string
 	// ManifestDigest is the OCI manifest's digest; empty for other sources.
 	ManifestDigest string
+	// SourceRevision is what the version was resolved from: the digest of a
+	// repository's index, or the OCI manifest digest; empty for directories,
+	// whose caller knows the artifact revision.
+	SourceRevision string
 }
 
 // Fetch gets the chart the request names, applies its values files and

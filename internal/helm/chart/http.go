@@ -28,11 +28,11 @@ type indexEntry struct {
 
 // fetchHTTP gets a chart from a Helm HTTP repository: index, version, archive.
 func (f *Fetcher) fetchHTTP(ctx context.Context, r *Repository, name, constraint string) (*Result, error) {
-	index, err := f.index(ctx, r)
+	entry, err := f.index(ctx, r, false)
 	if err != nil {
 		return nil, err
 	}
-	cv, err := pickVersion(index, r.indexURL(), name, constraint)
+	cv, err := pickVersion(entry.index, r.indexURL(), name, constraint)
 	if err != nil {
 		return nil, err
 	}
@@ -45,15 +45,22 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, r *Repository, name, constraint
 	if err != nil {
 		return nil, err
 	}
-	return resultFromArchive(a, chartURL)
+	res, err := resultFromArchive(a, chartURL)
+	if err != nil {
+		return nil, err
+	}
+	res.SourceRevision = entry.digest
+	return res, nil
 }
 
-// index returns the repository's index from the cache while it is fresh, and
-// otherwise revalidates or downloads it, once for all concurrent callers.
-func (f *Fetcher) index(ctx context.Context, r *Repository) (*repo.IndexFile, error) {
+// index returns the repository's index from the cache while it is fresh (or
+// the repository is suspended), and otherwise revalidates or downloads it,
+// once for all concurrent callers. With revalidate it asks the repository
+// whatever the cache holds, unless the repository is suspended.
+func (f *Fetcher) index(ctx context.Context, r *Repository, revalidate bool) (*indexEntry, error) {
 	key := r.indexURL() + "#" + r.Credentials.fingerprint()
-	if e, ok := f.indexes.get(key); ok && f.fresh(e.checked) {
-		return e.index, nil
+	if e, ok := f.indexes.get(key); ok && (r.Suspended || (!revalidate && f.fresh(e.checked))) {
+		return e, nil
 	}
 	v, err := f.shared(ctx, "index\x00"+key, r.timeout(), func(ctx context.Context) (any, error) {
 		return f.refreshIndex(ctx, r, key)
@@ -61,7 +68,7 @@ func (f *Fetcher) index(ctx context.Context, r *Repository) (*repo.IndexFile, er
 	if err != nil {
 		return nil, err
 	}
-	return v.(*indexEntry).index, nil
+	return v.(*indexEntry), nil
 }
 
 // ErrNoIndex is returned by IndexRevision for repositories without an index
@@ -83,13 +90,11 @@ func (f *Fetcher) IndexRevision(ctx context.Context, r *Repository, revalidate b
 	if e, ok := f.indexes.get(key); ok && !revalidate {
 		return e.digest, nil
 	}
-	v, err := f.shared(ctx, "index\x00"+key, r.timeout(), func(ctx context.Context) (any, error) {
-		return f.refreshIndex(ctx, r, key)
-	})
+	e, err := f.index(ctx, r, true)
 	if err != nil {
 		return "", err
 	}
-	return v.(*indexEntry).digest, nil
+	return e.digest, nil
 }
 
 // refreshIndex asks for the index, conditionally when one is cached: a 304
@@ -102,7 +107,7 @@ func (f *Fetcher) refreshIndex(ctx context.Context, r *Repository, key string) (
 		setIfPresent(header, "If-None-Match", prev.etag)
 		setIfPresent(header, "If-Modified-Since", prev.lastModified)
 	}
-	resp, err := f.get(ctx, r, url, header)
+	resp, err := f.get(ctx, r, "fetching index", url, header)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +161,11 @@ func (f *Fetcher) archive(ctx context.Context, r *Repository, indexDigest, url s
 		return a, nil
 	}
 	v, err := f.shared(ctx, "archive\x00"+key, r.timeout(), func(ctx context.Context) (any, error) {
+		// A caller that missed the cache just before an earlier download
+		// finished must not download again.
+		if a, ok := f.archives.get(key); ok {
+			return a, nil
+		}
 		return f.download(ctx, r, url, want, key)
 	})
 	if err != nil {
@@ -167,7 +177,7 @@ func (f *Fetcher) archive(ctx context.Context, r *Repository, indexDigest, url s
 // download gets an archive and checks it is the one the index describes
 // before caching it.
 func (f *Fetcher) download(ctx context.Context, r *Repository, url, want, key string) (*archive, error) {
-	resp, err := f.get(ctx, r, url, nil)
+	resp, err := f.get(ctx, r, "downloading chart", url, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -187,9 +197,11 @@ func (f *Fetcher) download(ctx context.Context, r *Repository, url, want, key st
 	return a, nil
 }
 
-// get sends a GET and turns failures into typed errors. Basic auth goes to
-// the repository's own host only. The caller closes the body of a 2xx or 304.
-func (f *Fetcher) get(ctx context.Context, r *Repository, url string, header http.Header) (*http.Response, error) {
+// get sends a GET and turns failures into typed errors; step names what it is
+// for in an AuthError. Basic auth goes to the repository's own host only,
+// unless spec.passCredentials says otherwise. The caller closes the body of
+// a 2xx or 304.
+func (f *Fetcher) get(ctx context.Context, r *Repository, step, url string, header http.Header) (*http.Response, error) {
 	t, err := f.transport(r.Credentials)
 	if err != nil {
 		return nil, err
@@ -203,8 +215,10 @@ func (f *Fetcher) get(ctx context.Context, r *Repository, url string, header htt
 		req.Header = http.Header{}
 	}
 	req.Header.Set("User-Agent", userAgent)
-	if c := r.Credentials; c != nil && c.Username != "" && r.sameHost(url) {
+	anonymous := true
+	if c := r.Credentials; c != nil && c.Username != "" && r.sendsBasicAuthTo(url) {
 		req.SetBasicAuth(c.Username, c.Password)
+		anonymous = false
 	}
 	resp, err := (&http.Client{Transport: t}).Do(req)
 	if err != nil {
@@ -212,7 +226,7 @@ func (f *Fetcher) get(ctx context.Context, r *Repository, url string, header htt
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		resp.Body.Close()
-		return nil, &AuthError{URL: url, StatusCode: resp.StatusCode}
+		return nil, &AuthError{Step: step, URL: url, StatusCode: resp.StatusCode, Anonymous: anonymous}
 	}
 	if resp.StatusCode >= http.StatusBadRequest {
 		resp.Body.Close()

@@ -34,8 +34,8 @@ func (f *Fetcher) fetchOCI(ctx context.Context, r *Repository, name, constraint 
 	if err != nil {
 		return nil, err
 	}
-	base := strings.TrimSuffix(strings.TrimPrefix(r.URL, "oci://"), "/") + "/" + name
-	tags, err := f.ociTags(ctx, client, r, base, name)
+	base := ociBase(r, name)
+	tags, err := f.ociTags(ctx, client, r, base, name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (f *Fetcher) fetchOCI(ctx context.Context, r *Repository, name, constraint 
 	// OCI tags cannot hold "+": Helm pushes build metadata as "_".
 	ref := base + ":" + strings.ReplaceAll(version, "+", "_")
 	v, err := f.shared(ctx, "oci\x00"+ref+"#"+r.Credentials.fingerprint(), r.timeout(),
-		func(context.Context) (any, error) { return f.pullOCI(client, base, ref) })
+		func(context.Context) (any, error) { return f.pullOCI(client, r, base, ref) })
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +56,7 @@ func (f *Fetcher) fetchOCI(ctx context.Context, r *Repository, name, constraint 
 		return nil, err
 	}
 	res.ManifestDigest = pulled.manifestDigest
+	res.SourceRevision = pulled.manifestDigest
 	return res, nil
 }
 
@@ -65,17 +66,23 @@ type ociPull struct {
 	manifestDigest string
 }
 
-// ociTags lists the chart's tags, from the cache within the TTL. A registry
-// offers no conditional listing, so after the TTL the list is fetched again.
-func (f *Fetcher) ociTags(ctx context.Context, client *registry.Client, r *Repository, base, name string) ([]string, error) {
+// ociBase is the OCI repository of chart name: <url>/<name>, no scheme.
+func ociBase(r *Repository, name string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(r.URL, "oci://"), "/") + "/" + name
+}
+
+// ociTags lists the chart's tags, from the cache within the TTL (or while the
+// repository is suspended). A registry offers no conditional listing, so after
+// the TTL, or with revalidate, the list is fetched again.
+func (f *Fetcher) ociTags(ctx context.Context, client *registry.Client, r *Repository, base, name string, revalidate bool) ([]string, error) {
 	key := base + "#" + r.Credentials.fingerprint()
-	if e, ok := f.tags.get(key); ok && f.fresh(e.checked) {
+	if e, ok := f.tags.get(key); ok && (r.Suspended || (!revalidate && f.fresh(e.checked))) {
 		return e.tags, nil
 	}
 	v, err := f.shared(ctx, "tags\x00"+key, r.timeout(), func(context.Context) (any, error) {
 		tags, err := client.Tags(base)
 		if err != nil {
-			return nil, notFoundAsChart(ociError(err, "oci://"+base), name, r.URL)
+			return nil, notFoundAsChart(ociError(err, r, "listing tags", "oci://"+base), name, r.URL)
 		}
 		e := &tagsEntry{tags: tags, checked: f.now()}
 		f.tags.add(key, e, 1)
@@ -90,10 +97,10 @@ func (f *Fetcher) ociTags(ctx context.Context, client *registry.Client, r *Repos
 // pullOCI resolves ref to its manifest and pulls the chart layer unless an
 // earlier pull of that manifest is cached. It pulls by digest so the chart
 // is the manifest resolved, even if the tag moves in between.
-func (f *Fetcher) pullOCI(client *registry.Client, base, ref string) (*ociPull, error) {
+func (f *Fetcher) pullOCI(client *registry.Client, r *Repository, base, ref string) (*ociPull, error) {
 	desc, err := client.Resolve(ref)
 	if err != nil {
-		return nil, ociError(err, "oci://"+ref)
+		return nil, ociError(err, r, "resolving tag", "oci://"+ref)
 	}
 	manifestDigest := desc.Digest.String()
 	if key, ok := f.manifests.get(manifestDigest); ok {
@@ -103,7 +110,7 @@ func (f *Fetcher) pullOCI(client *registry.Client, base, ref string) (*ociPull, 
 	}
 	res, err := client.Pull(base + "@" + manifestDigest)
 	if err != nil {
-		return nil, ociError(err, "oci://"+ref)
+		return nil, ociError(err, r, "pulling chart", "oci://"+ref)
 	}
 	// The registry client verified the layer against its digest.
 	a := newArchive(res.Chart.Data)
@@ -144,16 +151,17 @@ func (f *Fetcher) registryClient(r *Repository) (*registry.Client, error) {
 	return registry.NewClient(opts...)
 }
 
-// ociError turns a registry client error into our typed errors.
-func ociError(err error, target string) error {
+// ociError turns a registry client error of a step into our typed errors.
+func ociError(err error, r *Repository, step, target string) error {
+	anonymous := r.Credentials == nil || r.Credentials.Username == ""
 	// A registry asking for basic auth of a client without credentials.
 	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
-		return &AuthError{URL: target, StatusCode: http.StatusUnauthorized}
+		return &AuthError{Step: step, URL: target, StatusCode: http.StatusUnauthorized, Anonymous: anonymous}
 	}
 	var resp *errcode.ErrorResponse
 	if errors.As(err, &resp) {
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-			return &AuthError{URL: target, StatusCode: resp.StatusCode}
+			return &AuthError{Step: step, URL: target, StatusCode: resp.StatusCode, Anonymous: anonymous}
 		}
 		return &StatusError{URL: target, StatusCode: resp.StatusCode}
 	}

@@ -18,41 +18,6 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
 )
 
-func TestCredentialsFromSecret(t *testing.T) {
-	tests := []struct {
-		name    string
-		data    map[string][]byte
-		want    *chart.Credentials
-		wantErr string
-	}{
-		{name: "empty secret", data: map[string][]byte{"other": []byte("x")}},
-		{
-			name: "basic auth",
-			data: map[string][]byte{"username": []byte("u"), "password": []byte("p")},
-			want: &chart.Credentials{Username: "u", Password: "p"},
-		},
-		{
-			name: "TLS",
-			data: map[string][]byte{"ca.crt": []byte("ca"), "tls.crt": []byte("c"), "tls.key": []byte("k")},
-			want: &chart.Credentials{CA: []byte("ca"), Cert: []byte("c"), Key: []byte("k")},
-		},
-		{name: "username alone", data: map[string][]byte{"username": []byte("u")}, wantErr: `both "username" and "password"`},
-		{name: "certificate alone", data: map[string][]byte{"tls.crt": []byte("c")}, wantErr: `both "tls.crt" and "tls.key"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			got, err := chart.CredentialsFromSecret(tt.data)
-			if tt.wantErr != "" {
-				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-				return
-			}
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(got).To(Equal(tt.want))
-		})
-	}
-}
-
 func TestIsTransient(t *testing.T) {
 	tests := []struct {
 		name string

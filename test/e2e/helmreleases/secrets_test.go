@@ -65,7 +65,8 @@ func TestHelmRelease_SecretValuesNeverLeak(t *testing.T) {
 
 // TestHelmRelease_RepositoryCredentialsNeverLeak: a HelmRepository whose
 // Secret holds a wrong password fails with a condition that says the
-// credentials were refused and names the repository, never the username,
+// credentials were refused, names the repository and the failing step, never
+// the username,
 // the password or the Authorization header made of them.
 func TestHelmRelease_RepositoryCredentialsNeverLeak(t *testing.T) {
 	g := NewWithT(t)
@@ -89,8 +90,10 @@ func TestHelmRelease_RepositoryCredentialsNeverLeak(t *testing.T) {
 		ready := condition(get(g, ns, "private"), kraanv1.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(ready.Message).To(ContainSubstring("401"))
-		g.Expect(ready.Message).To(ContainSubstring(ns + "/charts"))
+		g.Expect(ready.Message).To(And(
+			ContainSubstring("HelmRepository "+ns+"/charts: "),
+			ContainSubstring("fetching index: 401 Unauthorized"),
+			ContainSubstring("refused the credentials")), ready.Message)
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))

@@ -10,7 +10,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
@@ -112,7 +111,7 @@ func TestChart_ServiceMonitorIsOptional(t *testing.T) {
 	g := NewWithT(t)
 	chrt, err := loader.Load(chartDir(t))
 	g.Expect(err).NotTo(HaveOccurred())
-	render := func(values map[string]any) (string, error) { return renderChart(chrt, values) }
+	render := func(values map[string]any) (string, error) { return renderChart(t, values) }
 	manifest, err := render(nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(manifest).NotTo(ContainSubstring("kind: ServiceMonitor"))
@@ -129,8 +128,13 @@ func TestChart_ServiceMonitorIsOptional(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("serviceMonitor.enabled needs metrics.service.enabled")))
 }
 
-// renderChart renders the chart's manifests without a cluster.
-func renderChart(chrt *chart.Chart, values map[string]any) (string, error) {
+// renderChart renders dist/chart with values, without a cluster, and returns
+// its manifest.
+func renderChart(t *testing.T, values map[string]any) (string, error) {
+	chrt, err := loader.Load(chartDir(t))
+	if err != nil {
+		return "", err
+	}
 	install := action.NewInstall(&action.Configuration{})
 	install.ReleaseName, install.Namespace = chartRelease, chartNS
 	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, false
@@ -142,14 +146,58 @@ func renderChart(chrt *chart.Chart, values map[string]any) (string, error) {
 	return rel.Manifest, nil
 }
 
+// renderedDeployments decodes the Deployments of a rendered manifest, by name.
+func renderedDeployments(g Gomega, manifest string) map[string]*appsv1.Deployment {
+	out := map[string]*appsv1.Deployment{}
+	for _, doc := range strings.Split(manifest, "\n---") {
+		if !strings.Contains(doc, "kind: Deployment") {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		g.Expect(yaml.Unmarshal([]byte(doc), d)).To(Succeed())
+		out[d.Name] = d
+	}
+	return out
+}
+
+// TestChart_ShardsRenderOneDeploymentEach: `shards: [a, b]` gives one
+// Deployment per shard selecting its objects by Flux's sharding label, and the
+// default Deployment takes the objects without it; without shards the chart
+// renders the one Deployment, with no selector flag.
+func TestChart_ShardsRenderOneDeploymentEach(t *testing.T) {
+	g := NewWithT(t)
+	manifest, err := renderChart(t, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	deployments := renderedDeployments(g, manifest)
+	g.Expect(deployments).To(HaveLen(1))
+	g.Expect(deployments[chartRelease+"-controller-manager"].Spec.Template.Spec.Containers[0].Args).
+		NotTo(ContainElement(HavePrefix("--watch-label-selector")))
+
+	manifest, err = renderChart(t, map[string]any{"shards": []any{"a", "b"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	deployments = renderedDeployments(g, manifest)
+	g.Expect(deployments).To(HaveLen(3))
+	want := map[string]string{
+		chartRelease + "-controller-manager":   "--watch-label-selector=!sharding.fluxcd.io/key",
+		chartRelease + "-controller-manager-a": "--watch-label-selector=sharding.fluxcd.io/key=a",
+		chartRelease + "-controller-manager-b": "--watch-label-selector=sharding.fluxcd.io/key=b",
+	}
+	for name, arg := range want {
+		d := deployments[name]
+		g.Expect(d).NotTo(BeNil(), name)
+		g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--leader-elect", arg), name)
+		g.Expect(d.Spec.Selector.MatchLabels).To(Equal(d.Spec.Template.Labels), "%s: its pods match its selector", name)
+	}
+	g.Expect(deployments[chartRelease+"-controller-manager-a"].Spec.Selector.MatchLabels).
+		To(HaveKeyWithValue("sharding.fluxcd.io/key", "a"))
+}
+
 // TestChart_ImageDigestPinsTheImage: image.digest (what `make image` prints)
 // names the image by digest and wins over the tag.
 func TestChart_ImageDigestPinsTheImage(t *testing.T) {
 	g := NewWithT(t)
-	chrt, err := loader.Load(chartDir(t))
-	g.Expect(err).NotTo(HaveOccurred())
 	digest := "sha256:" + strings.Repeat("ab", 32)
-	manifest, err := renderChart(chrt, map[string]any{"image": map[string]any{
+	manifest, err := renderChart(t, map[string]any{"image": map[string]any{
 		"repository": "registry.example.com/kraan/kraan-operator", "tag": "v9", "digest": digest,
 	}})
 	g.Expect(err).NotTo(HaveOccurred())

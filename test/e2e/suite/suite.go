@@ -110,8 +110,13 @@ func (s *Suite) cleanUp(code int) {
 // start starts the plane, installs the CRDs, creates the client and starts
 // the operator, in that order, as o asks.
 func (s *Suite) start(o Options) error {
+	// The logger is set before anything slow: controller-runtime replaces a
+	// logger still unset 30 s after start-up, when the plane was starting,
+	// with one that drops everything for good, and OperatorLog stays empty.
 	if o.Operator == nil {
 		ctrl.SetLogger(logr.Discard())
+	} else {
+		setOperatorLogger()
 	}
 	plane, err := localplane.Start(s.ctx, localplane.Options{Dir: os.Getenv("KRAAN_E2E_PLANE_DIR")})
 	if err != nil {
@@ -138,15 +143,19 @@ func (s *Suite) start(o Options) error {
 	return nil
 }
 
-// startOperator runs the operator's manager, as cmd/main.go wires it, until
-// the cleanups run; its chart artifacts go to a temporary directory.
-func (s *Suite) startOperator(o Operator) error {
-	// Standard error gets KRAAN_E2E_LOG's level; OperatorLog gets everything
-	// --log-level=debug would print, for the tests that search it.
+// setOperatorLogger sends the operator's log to standard error at
+// KRAAN_E2E_LOG's level, and to OperatorLog with everything --log-level=debug
+// would print, for the tests that search it.
+func setOperatorLogger() {
 	debugCore := zapcore.NewCore(zapcore.NewJSONEncoder(uberzap.NewDevelopmentEncoderConfig()),
 		zapcore.AddSync(OperatorLog), zapcore.DebugLevel)
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(logLevel()),
 		zap.RawZapOpts(uberzap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, debugCore) }))))
+}
+
+// startOperator runs the operator's manager, as cmd/main.go wires it, until
+// the cleanups run; its chart artifacts go to a temporary directory.
+func (s *Suite) startOperator(o Operator) error {
 	opts := operator.Options{ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4}}
 	if o.Watches {
 		file, err := testenv.WatchesFile()

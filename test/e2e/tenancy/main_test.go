@@ -1,0 +1,48 @@
+// Package tenancy_test proves the multi-tenancy and sharding flags on the
+// local control plane with the operator binary itself: three processes
+// sharded with --watch-label-selector (Flux's sharding.fluxcd.io/key
+// convention) each reconcile exactly their own HelmReleases, and
+// --no-cross-namespace-refs refuses a release whose chart lives in another
+// namespace.
+package tenancy_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kraan-io/kraan-operator/test/e2e/suite"
+)
+
+// leaseNamespace holds the shards' leader election Leases.
+const leaseNamespace = "kraan-system"
+
+var (
+	k8s            client.Client
+	kubeconfig     string
+	operatorBinary string
+)
+
+func TestMain(m *testing.M) {
+	// No operator in the test process: the tests run the binary themselves.
+	os.Exit(suite.Run(m, suite.Options{InstallCRDs: true}, func(s *suite.Suite) error {
+		k8s, kubeconfig = s.Client, s.Kubeconfig
+		work, err := os.MkdirTemp("", "kraan-e2e-tenancy-")
+		if err != nil {
+			return err
+		}
+		s.Cleanup(func(int) { _ = os.RemoveAll(work) })
+		if operatorBinary, err = suite.BuildOperator(s.Context(), work); err != nil {
+			return err
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}
+		if err := k8s.Create(s.Context(), ns); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", leaseNamespace, err)
+		}
+		return nil
+	}))
+}
