@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # The operator image: a static binary on distroless, running as nonroot.
-# Build: `make docker-build IMG=...` (needs a container engine; none in CI here).
+# Build: `make docker-build IMG=...` (needs a container engine; `make image`
+# builds the same image without one, docs/olm.md).
 # The chart-backed kinds (Habitat) are reconciled from watches.yaml and the
 # charts in helm-charts/.
 

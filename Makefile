@@ -12,9 +12,13 @@ GO ?= go
 # Never download another Go: the project builds with the machine's Go 1.26.
 export GOTOOLCHAIN := local
 
-# Image of the operator, used by deploy, bundle and docker-build.
+# Image of the operator, used by deploy, bundle, image and docker-build.
+# IMAGE_REGISTRY=host/namespace makes `make image bundle-image catalog-image`
+# push there, and names the images there (docs/olm.md).
 VERSION ?= 0.1.0
-IMG ?= ghcr.io/kraan-io/kraan-operator:v$(VERSION)
+IMAGE_REGISTRY ?=
+IMAGE_REPO := $(if $(IMAGE_REGISTRY),$(IMAGE_REGISTRY),ghcr.io/kraan-io)
+IMG ?= $(IMAGE_REPO)/kraan-operator:v$(VERSION)
 
 TOOLS_DIR ?= $(shell $(GO) env GOPATH)/kraan-tools
 
@@ -161,8 +165,22 @@ run: manifests generate cluster-up install ## Run the operator on this machine a
 	KUBECONFIG=$(LOCALPLANE_DIR)/kubeconfig $(GO) run ./cmd --log-format=console --health-probe-bind-address=127.0.0.1:8081 --metrics-bind-address=127.0.0.1:8080
 
 .PHONY: docker-build
-docker-build: ## Build the operator image with docker (needs a container engine).
+docker-build: ## Build the operator image with docker (needs a container engine; `make image` does not).
 	docker build -t $(IMG) .
+
+# The images as OCI layouts under bin/images, built by hack/image with
+# go-containerregistry: no container engine (docs/olm.md). The bundle and
+# catalog images pin the operator (and bundle) image by digest; bundle/ and
+# catalog/ keep the tags. IMAGE_REGISTRY=host/namespace pushes each image as
+# it is built; a failed push stops make with one error.
+IMAGES_DIR := bin/images
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_TOOL = $(GO) run ./hack/image
+IMAGE_FLAGS = --version $(VERSION) $(if $(IMAGE_REGISTRY),--push)
+
+.PHONY: image
+image: ## Build the operator image (IMAGE_PLATFORMS, static binary, nonroot, SBOM) into bin/images/operator; IMAGE_REGISTRY= pushes.
+	$(IMAGE_TOOL) operator --out $(IMAGES_DIR)/operator --image $(IMG) --platforms $(IMAGE_PLATFORMS) $(IMAGE_FLAGS)
 
 ##@ Deployment
 
@@ -193,8 +211,8 @@ undeploy: $(KUBECTL) ## Remove the operator from the cluster.
 BUNDLE_PACKAGE := kraan-operator
 BUNDLE_CHANNELS ?= stable
 BUNDLE_DEFAULT_CHANNEL ?= stable
-BUNDLE_IMG ?= ghcr.io/kraan-io/kraan-operator-bundle:v$(VERSION)
-CATALOG_IMG ?= ghcr.io/kraan-io/kraan-operator-catalog:v$(VERSION)
+BUNDLE_IMG ?= $(IMAGE_REPO)/kraan-operator-bundle:v$(VERSION)
+CATALOG_IMG ?= $(IMAGE_REPO)/kraan-operator-catalog:v$(VERSION)
 BUNDLE_GEN_DIR := $(CURDIR)/.cache/bundle-gen
 # operator-sdk stamps the time into createdAt; keep the CSV base's value so the
 # bundle is reproducible (update it in the base when releasing).
@@ -296,8 +314,19 @@ catalog-check: $(OPM) ## Fail when catalog/ is out of date with bundle/.
 	@diff -r catalog .cache/catalog-check || { echo "catalog/ is out of date with bundle/; run 'make catalog' and commit."; exit 1; }
 	@rm -rf .cache/catalog-check
 
+.PHONY: bundle-image
+bundle-image: image ## Build the bundle image (bundle/ with the operator image pinned by digest) into bin/images/bundle; IMAGE_REGISTRY= pushes.
+	$(IMAGE_TOOL) bundle --out $(IMAGES_DIR)/bundle --image $(BUNDLE_IMG) --bundle-dir bundle \
+		--operator-layout $(IMAGES_DIR)/operator --operator-image $(IMG) $(IMAGE_FLAGS)
+
+.PHONY: catalog-image
+catalog-image: bundle-image ## Build the catalog image (catalog/ with the bundle and operator images pinned) into bin/images/catalog; IMAGE_REGISTRY= pushes.
+	$(IMAGE_TOOL) catalog --out $(IMAGES_DIR)/catalog --image $(CATALOG_IMG) --catalog-dir catalog --bundle-dir bundle \
+		--bundle-layout $(IMAGES_DIR)/bundle --bundle-image $(BUNDLE_IMG) \
+		--operator-layout $(IMAGES_DIR)/operator --operator-image $(IMG) $(IMAGE_FLAGS)
+
 .PHONY: catalog-build
-catalog-build: ## Build the bundle and catalog images (needs a container engine).
+catalog-build: ## Build the bundle and catalog images with docker (needs a container engine; `make catalog-image` does not).
 	docker build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
 	docker build -f catalog.Dockerfile -t $(CATALOG_IMG) .
 

@@ -7,8 +7,13 @@
 {{- default (printf "%s-controller-manager" (include "kraan.fullname" .)) .Values.serviceAccount.name -}}
 {{- end -}}
 
+{{- /* A digest (make image prints it) pins the image and wins over the tag. */ -}}
 {{- define "kraan.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default (printf "v%s" .Chart.AppVersion) .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "kraan.labels" -}}

@@ -192,6 +192,19 @@ func TestChart_ShardsRenderOneDeploymentEach(t *testing.T) {
 		To(HaveKeyWithValue("sharding.fluxcd.io/key", "a"))
 }
 
+// TestChart_ImageDigestPinsTheImage: image.digest (what `make image` prints)
+// names the image by digest and wins over the tag.
+func TestChart_ImageDigestPinsTheImage(t *testing.T) {
+	g := NewWithT(t)
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	manifest, err := renderChart(t, map[string]any{"image": map[string]any{
+		"repository": "registry.example.com/kraan/kraan-operator", "tag": "v9", "digest": digest,
+	}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(manifest).To(ContainSubstring("image: registry.example.com/kraan/kraan-operator@" + digest + "\n"))
+	g.Expect(manifest).NotTo(ContainSubstring(":v9"))
+}
+
 // TestChart_CRDsAreGenerated fails when dist/chart/crds differs from
 // config/crd/bases: run `make chart`.
 func TestChart_CRDsAreGenerated(t *testing.T) {
