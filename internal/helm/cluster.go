@@ -104,7 +104,7 @@ func newClusterClients(config *rest.Config) (*clusterClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the discovery client: %w", err)
 	}
-	cached := memory.NewMemCacheClient(dc)
+	cached := &versionCache{CachedDiscoveryInterface: memory.NewMemCacheClient(dc)}
 	return &clusterClients{
 		config:    config,
 		discovery: cached,
