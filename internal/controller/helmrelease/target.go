@@ -53,24 +53,5 @@ func releaseNameOf(hr *kraanv1.HelmRelease) string {
 }
 
 func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
-	t := helm.Target{
-		ReleaseName:      releaseNameOf(hr),
-		Namespace:        hr.Namespace,
-		StorageNamespace: hr.Namespace,
-		FreshClients:     hr.Spec.PersistentClient != nil && !*hr.Spec.PersistentClient,
-	}
-	if hr.Spec.TargetNamespace != "" {
-		t.Namespace = hr.Spec.TargetNamespace
-	}
-	if hr.Spec.StorageNamespace != "" {
-		t.StorageNamespace = hr.Spec.StorageNamespace
-	}
-	sa := hr.Spec.ServiceAccountName
-	if sa == "" {
-		sa = r.DefaultServiceAccount
-	}
-	if sa != "" {
-		t.Impersonate = "system:serviceaccount:" + hr.Namespace + ":" + sa
-	}
-	return t
+	return TargetOf(hr, r.DefaultServiceAccount)
 }
