@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,13 +67,12 @@ func (o *options) connect() (*session, error) {
 
 // userMessage turns the errors users meet into a sentence that names the fix.
 func userMessage(err error) string {
-	var noMatch *meta.NoKindMatchError
 	var status apierrors.APIStatus
 	switch {
-	case errors.As(err, &noMatch) && noMatch.GroupKind.Group == kraanv1.GroupVersion.Group:
-		return fmt.Sprintf("the cluster has no %s API (%s): install kraan-operator's CRDs, or check --context", noMatch.GroupKind.Group, noMatch.GroupKind.Kind)
-	case errors.As(err, &noMatch) && noMatch.GroupKind.Group == sourcev1.GroupVersion.Group:
-		return fmt.Sprintf("the cluster has no Flux %s API (%s): install Flux source-controller's CRDs", noMatch.GroupKind.Group, noMatch.GroupKind.Kind)
+	case missingAPI(err, kraanv1.GroupVersion.Group):
+		return fmt.Sprintf("the cluster has no %s API (AddonsLayer, HelmRelease): install kraan-operator's CRDs, or check --context", kraanv1.GroupVersion.Group)
+	case missingAPI(err, sourcev1.GroupVersion.Group):
+		return fmt.Sprintf("the cluster has no Flux %s API: install Flux source-controller's CRDs", sourcev1.GroupVersion.Group)
 	case errors.As(err, &status) && apierrors.IsForbidden(err):
 		// The API server's message names the user, verb and resource.
 		return strings.TrimSuffix(err.Error(), ".") + ": ask for that permission, or use --as with an identity that has it"
@@ -80,4 +80,21 @@ func userMessage(err error) string {
 		return "the cluster refused the credentials (Unauthorized): check --kubeconfig, --context or --token"
 	}
 	return err.Error()
+}
+
+// missingAPI reports whether err says the cluster does not serve group: a
+// REST mapping without a match, or a discovery that found no such group.
+func missingAPI(err error, group string) bool {
+	var groupFailed *discovery.ErrGroupDiscoveryFailed
+	switch {
+	case errors.As(err, &groupFailed):
+		for gv := range groupFailed.Groups {
+			if gv.Group == group {
+				return true
+			}
+		}
+	case meta.IsNoMatchError(err):
+		return strings.Contains(err.Error(), group)
+	}
+	return false
 }

@@ -179,7 +179,7 @@ func Changed(changes []Change) bool {
 }
 
 // Write prints the changes as unified diffs, one per changed object, in a
-// stable order (by ID), and returns whether there was any.
+// stable order (by ID).
 func Write(out io.Writer, changes []Change, color bool) error {
 	sorted := append([]Change(nil), changes...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
@@ -207,7 +207,7 @@ func writeOne(out io.Writer, ch Change, color bool) error {
 		to = "/dev/null"
 	}
 	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(toYAML(ch.Live)), B: difflib.SplitLines(toYAML(ch.Desired)),
+		A: lines(toYAML(ch.Live)), B: lines(toYAML(ch.Desired)),
 		FromFile: from, ToFile: to, Context: 3,
 	})
 	if err != nil {
@@ -225,6 +225,15 @@ func writeOne(out io.Writer, ch Change, color bool) error {
 		}
 	}
 	return nil
+}
+
+// lines splits text into lines ending in "\n"; none for no text (a created
+// or deleted object's missing side).
+func lines(text string) []string {
+	if text == "" {
+		return nil
+	}
+	return difflib.SplitLines(strings.TrimSuffix(text, "\n"))
 }
 
 // colorize colours added lines green and removed lines red, as git does.

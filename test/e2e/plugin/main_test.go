@@ -9,8 +9,8 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/format"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -47,6 +48,8 @@ const (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// A golden file's mismatch is shown whole.
+	format.TruncatedDiff, format.MaxLength = false, 0
 	os.Exit(run(m))
 }
 
@@ -101,7 +104,7 @@ func deployFixtures(ctx context.Context) error {
 	if _, err := e.Commit(ctx, "layers 0.1.0", map[string]string{"layers": "testdata/layers"}); err != nil {
 		return err
 	}
-	for _, l := range []*kraanv1.AddonsLayer{newLayer("base", "layers/base"), newLayer("top", "layers/top", "base@0.1.0")} {
+	for _, l := range []*kraanv1.AddonsLayer{newLayer("base", "./layers/base"), newLayer("top", "./layers/top", "base@0.1.0")} {
 		if err := e.Client.Create(ctx, l); err != nil {
 			return err
 		}
@@ -113,9 +116,9 @@ func newLayer(name, path string, dependsOn ...string) *kraanv1.AddonsLayer {
 	return &kraanv1.AddonsLayer{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: kraanv1.AddonsLayerSpec{
-			Version: "0.1.0",
-			Source:  kraanv1.SourceSpec{Name: env.GitRepositoryName, Namespace: env.FluxNamespace, Path: path},
-			Prereqs: kraanv1.PrereqsSpec{DependsOn: dependsOn},
+			Version:  "0.1.0",
+			Source:   kraanv1.SourceSpec{Name: env.GitRepositoryName, Namespace: env.FluxNamespace, Path: path},
+			Prereqs:  kraanv1.PrereqsSpec{DependsOn: dependsOn},
 			Interval: metav1.Duration{Duration: time.Hour},
 			Timeout:  metav1.Duration{Duration: 2 * time.Minute},
 		},
@@ -180,6 +183,10 @@ var volatile = []struct {
 	{regexp.MustCompile(`sha1:[0-9a-f]{40}`), "sha1:<commit>"},
 	{regexp.MustCompile(`(?m)\b\d+(\.\d+)?(ms|s|m|h|d)\d*[smh]?\b`), "<age>"},
 	{regexp.MustCompile(`http://127\.0\.0\.1:\d+`), "http://127.0.0.1:<port>"},
+	{regexp.MustCompile(`sha256:[0-9a-f]{64}`), "sha256:<digest>"},
+	// An age's width changes the padding of the AGE column.
+	{regexp.MustCompile(`<age> +`), "<age>   "},
+	{regexp.MustCompile(`AGE +`), "AGE   "},
 }
 
 // expectGolden compares out, with volatile parts replaced, with

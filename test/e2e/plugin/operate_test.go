@@ -13,7 +13,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 )
 
-func TestSuspendResume_Layer_SetsHold(t *testing.T) {
+func testSuspendResume_Layer_SetsHold(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "suspend", "layer", "top")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -25,7 +25,7 @@ func TestSuspendResume_Layer_SetsHold(t *testing.T) {
 	g.Expect(waitDeployed(t.Context(), "top")).To(Succeed())
 }
 
-func TestReconcile_Layer_WaitsUntilDeployed(t *testing.T) {
+func testReconcile_Layer_WaitsUntilDeployed(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "reconcile", "layer", "base")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -34,7 +34,7 @@ func TestReconcile_Layer_WaitsUntilDeployed(t *testing.T) {
 	g.Expect(layerOf(t, "base").Annotations).To(HaveKey("reconcile.fluxcd.io/requestedAt"))
 }
 
-func TestEvents_Layer_MergesTheLayersAndItsObjectsEvents(t *testing.T) {
+func testEvents_Layer_MergesTheLayersAndItsObjectsEvents(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "events", "layer", "base")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -47,7 +47,7 @@ func TestEvents_Layer_MergesTheLayersAndItsObjectsEvents(t *testing.T) {
 // TestBinary builds cmd/kubectl-kraan (with the test build's cgo setting,
 // which shares its build cache; `make plugin` links it statically) and runs it as
 // kubectl would: kubectl's flags, exit codes, one-line errors.
-func TestBinary(t *testing.T) {
+func testBinary(t *testing.T) {
 	g := NewWithT(t)
 	root, err := testenv.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -18,19 +19,19 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/plugin/graph"
 )
 
-func TestGet_Layers_PrintsOneLinePerLayer(t *testing.T) {
+func testGet_Layers_PrintsOneLinePerLayer(t *testing.T) {
 	r := kraan(t, "get", "layers")
 	NewWithT(t).Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	expectGolden(t, "get-layers.txt", r.stdout)
 }
 
-func TestGet_HelmReleases_AllNamespaces(t *testing.T) {
+func testGet_HelmReleases_AllNamespaces(t *testing.T) {
 	r := kraan(t, "get", "helmreleases", "-A")
 	NewWithT(t).Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	expectGolden(t, "get-helmreleases.txt", r.stdout)
 }
 
-func TestGet_OutputYAMLAndJSON_AreTheObjects(t *testing.T) {
+func testGet_OutputYAMLAndJSON_AreTheObjects(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "get", "layer", "top", "-o", "yaml")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -66,41 +67,51 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-func TestGet_Watch_PrintsChanges(t *testing.T) {
+func testGet_Watch_PrintsChanges(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	out := &lockedBuffer{}
 	done := make(chan int, 1)
 	go func() { done <- runTo(ctx, out, "get", "helmreleases", "-n", ns, "--watch") }()
-	g.Eventually(out.String, 30*time.Second).Should(ContainSubstring("Ready"))
+	g.Eventually(out.String, 30*time.Second).Should(MatchRegexp(`(?m)^app\s+diffy\s+0\.1\.0\s+Ready\s`))
 
-	// Suspending the release is a change the watch prints.
-	g.Expect(kraan(t, "suspend", "helmrelease", "-n", ns, releaseName).code).To(Equal(plugin.ExitOK))
-	defer func() { g.Expect(kraan(t, "resume", "helmrelease", "-n", ns, releaseName).code).To(Equal(plugin.ExitOK)) }()
-	g.Eventually(out.String, 30*time.Second).Should(ContainSubstring("Suspended"))
+	// A new annotation is a change the watch prints, as a second line of
+	// the release. (Suspending it would make its layer re-apply it: later
+	// tests' golden files need everything settled.)
+	hr := &kraanv1.HelmRelease{}
+	g.Expect(e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: releaseName}, hr)).To(Succeed())
+	patch := client.MergeFrom(hr.DeepCopy())
+	if hr.Annotations == nil {
+		hr.Annotations = map[string]string{}
+	}
+	hr.Annotations["plugin-test"] = "watched"
+	g.Expect(e.Client.Patch(ctx, hr, patch)).To(Succeed())
+	g.Eventually(func() int { return strings.Count(out.String(), "\napp ") }, 30*time.Second).Should(BeNumerically(">=", 2))
 	cancel()
 	g.Eventually(done, 10*time.Second).Should(Receive(Equal(plugin.ExitOK)))
+	waitReleaseReady(t)
+	g.Expect(waitDeployed(t.Context(), "base", "top")).To(Succeed())
 }
 
-func TestTree_Layer_ShowsReleasesAndTheirObjects(t *testing.T) {
+func testTree_Layer_ShowsReleasesAndTheirObjects(t *testing.T) {
 	r := kraan(t, "tree", "layer", "base")
 	NewWithT(t).Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	expectGolden(t, "tree-layer-base.txt", r.stdout)
 }
 
-func TestTree_HelmRelease_ShowsItsObjects(t *testing.T) {
+func testTree_HelmRelease_ShowsItsObjects(t *testing.T) {
 	r := kraan(t, "tree", "helmrelease", "-n", ns, releaseName)
 	NewWithT(t).Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	expectGolden(t, "tree-helmrelease.txt", r.stdout)
 }
 
-func TestTrace_ReleaseObject_NamesReleaseLayerAndSources(t *testing.T) {
+func testTrace_ReleaseObject_NamesReleaseLayerAndSources(t *testing.T) {
 	r := kraan(t, "trace", "-n", ns, "configmap/app-settings")
 	NewWithT(t).Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	expectGolden(t, "trace-configmap.txt", r.stdout)
 }
 
-func TestTrace_LayerObject_NamesLayer(t *testing.T) {
+func testTrace_LayerObject_NamesLayer(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "trace", "-n", ns, "cm/top-settings")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -125,7 +136,7 @@ type svgPath struct {
 	Fill string `xml:"fill,attr"`
 }
 
-func TestGraph_SVG_HasOneNodePerLayerColouredByState(t *testing.T) {
+func testGraph_SVG_HasOneNodePerLayerColouredByState(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "graph", "-o", "svg")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -148,10 +159,10 @@ func TestGraph_SVG_HasOneNodePerLayerColouredByState(t *testing.T) {
 	g.Expect(fills).To(HaveKeyWithValue("helmrelease/"+ns+"/"+releaseName, ContainElement(graph.Fills[graph.Good])))
 }
 
-func TestGraph_DOT_NamesCycles(t *testing.T) {
+func testGraph_DOT_NamesCycles(t *testing.T) {
 	g := NewWithT(t)
 	// Two layers that depend on each other: the graph draws and names the cycle.
-	a, b := newLayer("cycle-a", "layers/top", "cycle-b@0.1.0"), newLayer("cycle-b", "layers/top", "cycle-a@0.1.0")
+	a, b := newLayer("cycle-a", "./layers/top", "cycle-b@0.1.0"), newLayer("cycle-b", "./layers/top", "cycle-a@0.1.0")
 	g.Expect(e.Client.Create(t.Context(), a)).To(Succeed())
 	g.Expect(e.Client.Create(t.Context(), b)).To(Succeed())
 	defer func() {
@@ -175,4 +186,15 @@ func layerOf(t *testing.T, name string) *kraanv1.AddonsLayer {
 	l := &kraanv1.AddonsLayer{}
 	NewWithT(t).Expect(e.Client.Get(t.Context(), client.ObjectKey{Name: name}, l)).To(Succeed())
 	return l
+}
+
+// waitReleaseReady waits until the release is Ready at its generation again.
+func waitReleaseReady(t *testing.T) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		hr := &kraanv1.HelmRelease{}
+		g.Expect(e.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: releaseName}, hr)).To(Succeed())
+		g.Expect(hr.Status.ObservedGeneration).To(Equal(hr.Generation))
+		g.Expect(hr.Status.Conditions).To(ContainElement(And(HaveField("Type", kraanv1.ReadyCondition), HaveField("Status", metav1.ConditionTrue))))
+	}, time.Minute).Should(Succeed())
 }
