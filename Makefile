@@ -158,7 +158,7 @@ build: manifests generate ## Build the operator binary into bin/kraan-operator.
 
 .PHONY: plugin
 plugin: ## Build the kubectl plugin, a static binary, into bin/kubectl-kraan (put it on PATH to use `kubectl kraan`).
-	CGO_ENABLED=0 $(GO) build -o bin/kubectl-kraan ./cmd/kubectl-kraan
+	CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o bin/kubectl-kraan ./cmd/kubectl-kraan
 
 .PHONY: run
 run: manifests generate cluster-up install ## Run the operator on this machine against the local control plane, with the samples.

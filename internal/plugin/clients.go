@@ -30,6 +30,12 @@ var scheme = func() *runtime.Scheme {
 	return s
 }()
 
+// The kinds the commands are about, as messages name them.
+const (
+	layerKind   = "AddonsLayer"
+	releaseKind = "HelmRelease"
+)
+
 // session is what one command talks to the cluster with.
 type session struct {
 	config *rest.Config

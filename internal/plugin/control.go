@@ -116,9 +116,9 @@ func describeObject(obj client.Object) string {
 
 // patchObject reads obj, changes it and writes the change as a merge patch.
 func patchObject(ctx context.Context, s *session, obj client.Object, change func()) error {
-	kind := "AddonsLayer"
+	kind := layerKind
 	if _, ok := obj.(*kraanv1.HelmRelease); ok {
-		kind = "HelmRelease"
+		kind = releaseKind
 	}
 	if err := s.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return getError(kind, obj.GetNamespace(), obj.GetName(), err)

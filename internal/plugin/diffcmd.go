@@ -71,7 +71,7 @@ func (d *diffOptions) layer(ctx context.Context, name string) error {
 	}
 	layer := &kraanv1.AddonsLayer{}
 	if err := s.client.Get(ctx, client.ObjectKey{Name: name}, layer); err != nil {
-		return getError("AddonsLayer", "", name, err)
+		return getError(layerKind, "", name, err)
 	}
 	rendered, err := d.renderLayer(ctx, s, layer)
 	if err != nil {
@@ -120,7 +120,7 @@ func (d *diffOptions) release(ctx context.Context, name string) error {
 	}
 	hr := &kraanv1.HelmRelease{}
 	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, hr); err != nil {
-		return getError("HelmRelease", s.namespace, name, err)
+		return getError(releaseKind, s.namespace, name, err)
 	}
 	engine, err := helm.NewEngine(s.config)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 // getError says what went wrong reading the object a command is about.
 func getError(kind, namespace, name string, err error) error {
 	if apierrors.IsNotFound(err) {
-		if kind == "AddonsLayer" {
+		if kind == layerKind {
 			return notFound("layer", namespace, name)
 		}
 		return notFound("helmrelease", namespace, name)

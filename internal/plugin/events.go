@@ -47,7 +47,7 @@ func newEventsCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t := &table{color: o.colored(), header: []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}}
+			t := &table{color: o.colored(), header: []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", messageColumn}}
 			now := time.Now()
 			for _, e := range events {
 				tn := toneNone
@@ -70,14 +70,14 @@ func newEventsCommand(o *options) *cobra.Command {
 func (m *managed) layerFamily(ctx context.Context, name string) ([]*unstructured.Unstructured, error) {
 	l := &kraanv1.AddonsLayer{}
 	if err := m.s.client.Get(ctx, client.ObjectKey{Name: name}, l); err != nil {
-		return nil, getError("AddonsLayer", "", name, err)
+		return nil, getError(layerKind, "", name, err)
 	}
 	self := &unstructured.Unstructured{}
-	self.SetGroupVersionKind(kraanv1.GroupVersion.WithKind("AddonsLayer"))
+	self.SetGroupVersionKind(kraanv1.GroupVersion.WithKind(layerKind))
 	self.SetName(name)
 	family := []*unstructured.Unstructured{self}
 	for _, obj := range m.layerObjects(l) {
-		if obj.GroupVersionKind().Group == kraanv1.GroupVersion.Group && obj.GetKind() == "HelmRelease" {
+		if obj.GroupVersionKind().Group == kraanv1.GroupVersion.Group && obj.GetKind() == releaseKind {
 			objs, err := m.releaseFamily(ctx, client.ObjectKeyFromObject(obj))
 			if err != nil {
 				return nil, err
@@ -94,10 +94,10 @@ func (m *managed) layerFamily(ctx context.Context, name string) ([]*unstructured
 func (m *managed) releaseFamily(ctx context.Context, key client.ObjectKey) ([]*unstructured.Unstructured, error) {
 	hr := &kraanv1.HelmRelease{}
 	if err := m.s.client.Get(ctx, key, hr); err != nil {
-		return nil, getError("HelmRelease", key.Namespace, key.Name, err)
+		return nil, getError(releaseKind, key.Namespace, key.Name, err)
 	}
 	self := &unstructured.Unstructured{}
-	self.SetGroupVersionKind(kraanv1.GroupVersion.WithKind("HelmRelease"))
+	self.SetGroupVersionKind(kraanv1.GroupVersion.WithKind(releaseKind))
 	self.SetNamespace(key.Namespace)
 	self.SetName(key.Name)
 	p, err := m.releaseObjects(ctx, hr)

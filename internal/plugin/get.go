@@ -122,9 +122,9 @@ func (g *getOptions) listOptions(s *session, kind, name string) []client.ListOpt
 
 // notFound is the error for a name that does not exist.
 func notFound(kind, namespace, name string) error {
-	k := "AddonsLayer"
+	k := layerKind
 	if isReleaseKind(kind) {
-		k = "HelmRelease"
+		k = releaseKind
 		return fmt.Errorf("%s %s/%s not found: check the name and -n (kubectl kraan get helmreleases -A lists them all)", k, namespace, name)
 	}
 	return fmt.Errorf("%s %s not found: kubectl kraan get layers lists them", k, name)
@@ -158,7 +158,7 @@ func (g *getOptions) print(list client.ObjectList, header bool) error {
 }
 
 func layerTable(t *table, layers []kraanv1.AddonsLayer, now time.Time) {
-	t.header = []string{"NAME", "VERSION", "STATUS", "REVISION", "AGE", "MESSAGE"}
+	t.header = []string{"NAME", "VERSION", "STATUS", "REVISION", "AGE", messageColumn}
 	for i := range layers {
 		l := &layers[i]
 		st := layerState(l)
@@ -168,7 +168,7 @@ func layerTable(t *table, layers []kraanv1.AddonsLayer, now time.Time) {
 }
 
 func releaseTable(t *table, releases []kraanv1.HelmRelease, allNamespaces bool, now time.Time) {
-	t.header = []string{"NAME", "CHART", "VERSION", "STATUS", "REVISION", "AGE", "MESSAGE"}
+	t.header = []string{"NAME", "CHART", "VERSION", "STATUS", "REVISION", "AGE", messageColumn}
 	if allNamespaces {
 		t.header = append([]string{"NAMESPACE"}, t.header...)
 	}
@@ -231,11 +231,11 @@ func setKinds(obj runtime.Object) error {
 	switch l := obj.(type) {
 	case *kraanv1.AddonsLayerList:
 		for i := range l.Items {
-			l.Items[i].SetGroupVersionKind(kraanv1.GroupVersion.WithKind("AddonsLayer"))
+			l.Items[i].SetGroupVersionKind(kraanv1.GroupVersion.WithKind(layerKind))
 		}
 	case *kraanv1.HelmReleaseList:
 		for i := range l.Items {
-			l.Items[i].SetGroupVersionKind(kraanv1.GroupVersion.WithKind("HelmRelease"))
+			l.Items[i].SetGroupVersionKind(kraanv1.GroupVersion.WithKind(releaseKind))
 		}
 	}
 	return nil

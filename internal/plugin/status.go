@@ -21,12 +21,12 @@ func layerState(l *kraanv1.AddonsLayer) state {
 	if ready != nil {
 		s.message = ready.Message
 	}
-	switch {
-	case s.word == "":
+	switch s.word {
+	case "":
 		s.word, s.tone = "Unknown", toneBusy
-	case s.word == kraanv1.DeployedState:
+	case kraanv1.DeployedState:
 		s.tone = toneGood
-	case s.word == kraanv1.FailedState:
+	case kraanv1.FailedState:
 		s.tone = toneBad
 	default:
 		s.tone = toneBusy

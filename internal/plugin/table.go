@@ -89,5 +89,8 @@ func age(t metav1.Time, now time.Time) string {
 	return duration.HumanDuration(now.Sub(t.Time))
 }
 
+// messageColumn is the last column of every table.
+const messageColumn = "MESSAGE"
+
 // text is a plain cell.
 func text(s string) cell { return cell{text: s} }

@@ -114,7 +114,7 @@ func (t *traceOptions) object(ctx context.Context, s *session, kind, name string
 // releaseOf is the HelmRelease that obj is, or whose Helm release obj
 // belongs to; nil for neither.
 func releaseOf(ctx context.Context, s *session, obj *unstructured.Unstructured) (*kraanv1.HelmRelease, error) {
-	if obj.GroupVersionKind().Group == kraanv1.GroupVersion.Group && obj.GetKind() == "HelmRelease" {
+	if obj.GroupVersionKind().Group == kraanv1.GroupVersion.Group && obj.GetKind() == releaseKind {
 		hr := &kraanv1.HelmRelease{}
 		return hr, s.client.Get(ctx, client.ObjectKeyFromObject(obj), hr)
 	}
@@ -165,7 +165,7 @@ func chartSource(hr *kraanv1.HelmRelease) (string, client.ObjectKey) {
 func (t *traceOptions) printLayer(ctx context.Context, out io.Writer, s *session, name string) error {
 	l := &kraanv1.AddonsLayer{}
 	if err := s.client.Get(ctx, client.ObjectKey{Name: name}, l); err != nil {
-		return getError("AddonsLayer", "", name, err)
+		return getError(layerKind, "", name, err)
 	}
 	fmt.Fprintf(out, "Layer:        %s %s\n", l.Name, stateText(layerState(l), t.colored()))
 	fmt.Fprintf(out, "  Version:    %s\n", l.Spec.Version)

@@ -58,7 +58,7 @@ func newTreeCommand(o *options) *cobra.Command {
 func (m *managed) layerTree(ctx context.Context, name string) (*treeNode, error) {
 	l := &kraanv1.AddonsLayer{}
 	if err := m.s.client.Get(ctx, client.ObjectKey{Name: name}, l); err != nil {
-		return nil, getError("AddonsLayer", "", name, err)
+		return nil, getError(layerKind, "", name, err)
 	}
 	st := layerState(l)
 	root := &treeNode{label: fmt.Sprintf("AddonsLayer %s (version %s, revision %s)", l.Name, l.Spec.Version, orDash(l.Status.Revision)), state: st}
@@ -74,7 +74,7 @@ func (m *managed) layerTree(ctx context.Context, name string) (*treeNode, error)
 
 // objectNode is an object of a layer; a HelmRelease brings its own objects.
 func (m *managed) objectNode(ctx context.Context, obj *unstructured.Unstructured) (*treeNode, error) {
-	if obj.GroupVersionKind().Group == kraanv1.GroupVersion.Group && obj.GetKind() == "HelmRelease" {
+	if obj.GroupVersionKind().Group == kraanv1.GroupVersion.Group && obj.GetKind() == releaseKind {
 		return m.releaseTree(ctx, client.ObjectKeyFromObject(obj))
 	}
 	st, err := m.health(ctx, obj)
@@ -90,7 +90,7 @@ func (m *managed) releaseTree(ctx context.Context, key client.ObjectKey) (*treeN
 		if client.IgnoreNotFound(err) == nil {
 			return nil, notFound("helmrelease", key.Namespace, key.Name)
 		}
-		return nil, getError("HelmRelease", key.Namespace, key.Name, err)
+		return nil, getError(releaseKind, key.Namespace, key.Name, err)
 	}
 	p, err := m.releaseObjects(ctx, hr)
 	if err != nil {

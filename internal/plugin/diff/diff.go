@@ -102,15 +102,14 @@ func compareOne(ctx context.Context, c client.Client, obj *unstructured.Unstruct
 		return ch, fmt.Errorf("dry-run apply of %s: %w", ch.ID, err)
 	}
 	ch.Desired = clean(dry)
-	switch {
-	case live == nil:
+	if live == nil {
 		ch.Action = Create
-	default:
-		ch.Live = clean(live)
-		ch.Action = Update
-		if toYAML(ch.Live) == toYAML(ch.Desired) {
-			ch.Action = Unchanged
-		}
+		return ch, nil
+	}
+	ch.Live = clean(live)
+	ch.Action = Update
+	if toYAML(ch.Live) == toYAML(ch.Desired) {
+		ch.Action = Unchanged
 	}
 	return ch, nil
 }

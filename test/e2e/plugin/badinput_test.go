@@ -25,7 +25,7 @@ func expectOneLineError(t *testing.T, r result, want string) {
 	g.Expect(r.stderr).To(ContainSubstring(want))
 }
 
-func testBadInput_UnknownLayer(t *testing.T) {
+func testBadInputUnknownLayer(t *testing.T) {
 	for _, args := range [][]string{{"diff", "layer", "nope"}, {"tree", "layer", "nope"}, {"get", "layer", "nope"}, {"events", "layer", "nope"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			expectOneLineError(t, kraan(t, args...), "AddonsLayer nope not found")
@@ -33,7 +33,7 @@ func testBadInput_UnknownLayer(t *testing.T) {
 	}
 }
 
-func testBadInput_LayerSourceMissing(t *testing.T) {
+func testBadInputLayerSourceMissing(t *testing.T) {
 	g := NewWithT(t)
 	l := newLayer("orphan", "./layers/top")
 	l.Spec.Source.Name = "missing"
@@ -45,7 +45,7 @@ func testBadInput_LayerSourceMissing(t *testing.T) {
 
 // TestBadInput_NoSecretsPermission: a user who may read HelmReleases and
 // their sources but not Secrets cannot read Helm's release storage.
-func testBadInput_NoSecretsPermission(t *testing.T) {
+func testBadInputNoSecretsPermission(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "plugin-no-secrets"}, Rules: []rbacv1.PolicyRule{
@@ -67,7 +67,7 @@ func testBadInput_NoSecretsPermission(t *testing.T) {
 }
 
 // TestBadInput_NoCRDs runs against a bare API server (envtest, no CRDs).
-func testBadInput_NoCRDs(t *testing.T) {
+func testBadInputNoCRDs(t *testing.T) {
 	g := NewWithT(t)
 	bare := &envtest.Environment{}
 	cfg, err := bare.Start()

@@ -50,7 +50,7 @@ func object(kind, namespace, name string) *unstructured.Unstructured {
 	return u
 }
 
-func testDiff_Layer_InSync_ExitsZero(t *testing.T) {
+func testDiffLayerInSyncExitsZero(t *testing.T) {
 	r := kraan(t, "diff", "layer", "top")
 	NewWithT(t).Expect(r.code).To(Equal(plugin.ExitOK), r.stdout+r.stderr)
 	NewWithT(t).Expect(r.stdout).To(BeEmpty())
@@ -59,7 +59,7 @@ func testDiff_Layer_InSync_ExitsZero(t *testing.T) {
 // TestDiff_Layer_ChangedRemovedAndSecret holds layer top, commits a change
 // to a value, a removed ConfigMap and a new Secret value, and diffs the
 // source's artifact, then the same change as a --local directory.
-func testDiff_Layer_ChangedRemovedAndSecret(t *testing.T) {
+func testDiffLayerChangedRemovedAndSecret(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	top := layerOf(t, "top")
@@ -116,7 +116,7 @@ stringData:
 // TestDiff_HelmRelease_ValueChartVersionAndRemovedObject suspends the
 // release, publishes chart 0.2.0 and changes its valuesFrom ConfigMap (a new
 // message, the extra ConfigMap turned off, a new password), and diffs.
-func testDiff_HelmRelease_ValueChartVersionAndRemovedObject(t *testing.T) {
+func testDiffHelmReleaseValueChartVersionAndRemovedObject(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	r := kraan(t, "diff", "helmrelease", "-n", ns, releaseName)

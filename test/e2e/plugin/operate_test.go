@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 )
 
-func testSuspendResume_Layer_SetsHold(t *testing.T) {
+func testSuspendResumeLayerSetsHold(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "suspend", "layer", "top")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -25,7 +26,7 @@ func testSuspendResume_Layer_SetsHold(t *testing.T) {
 	g.Expect(waitDeployed(t.Context(), "top")).To(Succeed())
 }
 
-func testReconcile_Layer_WaitsUntilDeployed(t *testing.T) {
+func testReconcileLayerWaitsUntilDeployed(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "reconcile", "layer", "base")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -34,7 +35,7 @@ func testReconcile_Layer_WaitsUntilDeployed(t *testing.T) {
 	g.Expect(layerOf(t, "base").Annotations).To(HaveKey("reconcile.fluxcd.io/requestedAt"))
 }
 
-func testEvents_Layer_MergesTheLayersAndItsObjectsEvents(t *testing.T) {
+func testEventsLayerMergesTheLayersAndItsObjectsEvents(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "events", "layer", "base")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -63,7 +64,8 @@ func testBinary(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
 		code := 0
-		if exit, ok := err.(*exec.ExitError); ok {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
 			code = exit.ExitCode()
 		} else {
 			g.Expect(err).NotTo(HaveOccurred())

@@ -12,18 +12,18 @@ func TestPlugin(t *testing.T) {
 		name  string
 		tests []namedTest
 	}{
-		{"get", []namedTest{{"Get_Layers_PrintsOneLinePerLayer", testGet_Layers_PrintsOneLinePerLayer}, {"Get_HelmReleases_AllNamespaces", testGet_HelmReleases_AllNamespaces},
-			{"Get_OutputYAMLAndJSON_AreTheObjects", testGet_OutputYAMLAndJSON_AreTheObjects}, {"Get_Watch_PrintsChanges", testGet_Watch_PrintsChanges}}},
-		{"tree", []namedTest{{"Tree_Layer_ShowsReleasesAndTheirObjects", testTree_Layer_ShowsReleasesAndTheirObjects}, {"Tree_HelmRelease_ShowsItsObjects", testTree_HelmRelease_ShowsItsObjects}}},
-		{"trace", []namedTest{{"Trace_ReleaseObject_NamesReleaseLayerAndSources", testTrace_ReleaseObject_NamesReleaseLayerAndSources}, {"Trace_LayerObject_NamesLayer", testTrace_LayerObject_NamesLayer}}},
-		{"graph", []namedTest{{"Graph_SVG_HasOneNodePerLayerColouredByState", testGraph_SVG_HasOneNodePerLayerColouredByState}, {"Graph_DOT_NamesCycles", testGraph_DOT_NamesCycles}}},
-		{"events", []namedTest{{"Events_Layer_MergesTheLayersAndItsObjectsEvents", testEvents_Layer_MergesTheLayersAndItsObjectsEvents}}},
-		{"badinput", []namedTest{{"BadInput_UnknownLayer", testBadInput_UnknownLayer}, {"BadInput_LayerSourceMissing", testBadInput_LayerSourceMissing},
-			{"BadInput_NoSecretsPermission", testBadInput_NoSecretsPermission}, {"BadInput_NoCRDs", testBadInput_NoCRDs}}},
-		{"operate", []namedTest{{"SuspendResume_Layer_SetsHold", testSuspendResume_Layer_SetsHold}, {"Reconcile_Layer_WaitsUntilDeployed", testReconcile_Layer_WaitsUntilDeployed}}},
+		{"get", []namedTest{{"Get_Layers_PrintsOneLinePerLayer", testGetLayersPrintsOneLinePerLayer}, {"Get_HelmReleases_AllNamespaces", testGetHelmReleasesAllNamespaces},
+			{"Get_OutputYAMLAndJSON_AreTheObjects", testGetOutputYAMLAndJSONAreTheObjects}, {"Get_Watch_PrintsChanges", testGetWatchPrintsChanges}}},
+		{"tree", []namedTest{{"Tree_Layer_ShowsReleasesAndTheirObjects", testTreeLayerShowsReleasesAndTheirObjects}, {"Tree_HelmRelease_ShowsItsObjects", testTreeHelmReleaseShowsItsObjects}}},
+		{"trace", []namedTest{{"Trace_ReleaseObject_NamesReleaseLayerAndSources", testTraceReleaseObjectNamesReleaseLayerAndSources}, {"Trace_LayerObject_NamesLayer", testTraceLayerObjectNamesLayer}}},
+		{"graph", []namedTest{{"Graph_SVG_HasOneNodePerLayerColouredByState", testGraphSVGHasOneNodePerLayerColouredByState}, {"Graph_DOT_NamesCycles", testGraphDOTNamesCycles}}},
+		{"events", []namedTest{{"Events_Layer_MergesTheLayersAndItsObjectsEvents", testEventsLayerMergesTheLayersAndItsObjectsEvents}}},
+		{"badinput", []namedTest{{"BadInput_UnknownLayer", testBadInputUnknownLayer}, {"BadInput_LayerSourceMissing", testBadInputLayerSourceMissing},
+			{"BadInput_NoSecretsPermission", testBadInputNoSecretsPermission}, {"BadInput_NoCRDs", testBadInputNoCRDs}}},
+		{"operate", []namedTest{{"SuspendResume_Layer_SetsHold", testSuspendResumeLayerSetsHold}, {"Reconcile_Layer_WaitsUntilDeployed", testReconcileLayerWaitsUntilDeployed}}},
 		{"binary", []namedTest{{"Binary", testBinary}}},
-		{"diff", []namedTest{{"Diff_Layer_InSync_ExitsZero", testDiff_Layer_InSync_ExitsZero}, {"Diff_Layer_ChangedRemovedAndSecret", testDiff_Layer_ChangedRemovedAndSecret},
-			{"Diff_HelmRelease_ValueChartVersionAndRemovedObject", testDiff_HelmRelease_ValueChartVersionAndRemovedObject}}},
+		{"diff", []namedTest{{"Diff_Layer_InSync_ExitsZero", testDiffLayerInSyncExitsZero}, {"Diff_Layer_ChangedRemovedAndSecret", testDiffLayerChangedRemovedAndSecret},
+			{"Diff_HelmRelease_ValueChartVersionAndRemovedObject", testDiffHelmReleaseValueChartVersionAndRemovedObject}}},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

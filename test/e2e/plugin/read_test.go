@@ -19,19 +19,19 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/plugin/graph"
 )
 
-func testGet_Layers_PrintsOneLinePerLayer(t *testing.T) {
+func testGetLayersPrintsOneLinePerLayer(t *testing.T) {
 	r := kraan(t, "get", "layers")
 	NewWithT(t).Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	expectGolden(t, "get-layers.txt", r.stdout)
 }
 
-func testGet_HelmReleases_AllNamespaces(t *testing.T) {
+func testGetHelmReleasesAllNamespaces(t *testing.T) {
 	r := kraan(t, "get", "helmreleases", "-A")
 	NewWithT(t).Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	expectGolden(t, "get-helmreleases.txt", r.stdout)
 }
 
-func testGet_OutputYAMLAndJSON_AreTheObjects(t *testing.T) {
+func testGetOutputYAMLAndJSONAreTheObjects(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "get", "layer", "top", "-o", "yaml")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -67,7 +67,7 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-func testGet_Watch_PrintsChanges(t *testing.T) {
+func testGetWatchPrintsChanges(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	out := &lockedBuffer{}
@@ -93,25 +93,25 @@ func testGet_Watch_PrintsChanges(t *testing.T) {
 	g.Expect(waitDeployed(t.Context(), "base", "top")).To(Succeed())
 }
 
-func testTree_Layer_ShowsReleasesAndTheirObjects(t *testing.T) {
+func testTreeLayerShowsReleasesAndTheirObjects(t *testing.T) {
 	r := kraan(t, "tree", "layer", "base")
 	NewWithT(t).Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	expectGolden(t, "tree-layer-base.txt", r.stdout)
 }
 
-func testTree_HelmRelease_ShowsItsObjects(t *testing.T) {
+func testTreeHelmReleaseShowsItsObjects(t *testing.T) {
 	r := kraan(t, "tree", "helmrelease", "-n", ns, releaseName)
 	NewWithT(t).Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	expectGolden(t, "tree-helmrelease.txt", r.stdout)
 }
 
-func testTrace_ReleaseObject_NamesReleaseLayerAndSources(t *testing.T) {
+func testTraceReleaseObjectNamesReleaseLayerAndSources(t *testing.T) {
 	r := kraan(t, "trace", "-n", ns, "configmap/app-settings")
 	NewWithT(t).Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	expectGolden(t, "trace-configmap.txt", r.stdout)
 }
 
-func testTrace_LayerObject_NamesLayer(t *testing.T) {
+func testTraceLayerObjectNamesLayer(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "trace", "-n", ns, "cm/top-settings")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -136,7 +136,7 @@ type svgPath struct {
 	Fill string `xml:"fill,attr"`
 }
 
-func testGraph_SVG_HasOneNodePerLayerColouredByState(t *testing.T) {
+func testGraphSVGHasOneNodePerLayerColouredByState(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "graph", "-o", "svg")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
@@ -159,7 +159,7 @@ func testGraph_SVG_HasOneNodePerLayerColouredByState(t *testing.T) {
 	g.Expect(fills).To(HaveKeyWithValue("helmrelease/"+ns+"/"+releaseName, ContainElement(graph.Fills[graph.Good])))
 }
 
-func testGraph_DOT_NamesCycles(t *testing.T) {
+func testGraphDOTNamesCycles(t *testing.T) {
 	g := NewWithT(t)
 	// Two layers that depend on each other: the graph draws and names the cycle.
 	a, b := newLayer("cycle-a", "./layers/top", "cycle-b@0.1.0"), newLayer("cycle-b", "./layers/top", "cycle-a@0.1.0")
