@@ -43,6 +43,11 @@ func testEventsLayerMergesTheLayersAndItsObjectsEvents(t *testing.T) {
 	g.Expect(lines[0]).To(MatchRegexp(`^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$`))
 	g.Expect(r.stdout).To(MatchRegexp(`AddonsLayer/base\s`), "the layer's own events")
 	g.Expect(r.stdout).To(MatchRegexp(`HelmRelease/plug/app\s`), "the events of the release it applied")
+
+	r = kraan(t, "events", "helmrelease", "-n", ns, releaseName)
+	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
+	g.Expect(r.stdout).To(MatchRegexp(`Normal\s+InstallSucceeded\s+HelmRelease/plug/app\s`))
+	g.Expect(r.stdout).NotTo(ContainSubstring("AddonsLayer/"), "only the release's own events and its objects'")
 }
 
 // TestBinary builds cmd/kubectl-kraan (with the test build's cgo setting,

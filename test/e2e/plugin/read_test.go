@@ -117,6 +117,15 @@ func testTraceLayerObjectNamesLayer(t *testing.T) {
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	g.Expect(r.stdout).To(ContainSubstring("Layer:        top [Deployed]"))
 	g.Expect(r.stdout).NotTo(ContainSubstring("HelmRelease:"))
+
+	// A HelmRelease traces to the layer that applied it.
+	r = kraan(t, "trace", "-n", ns, "helmrelease/"+releaseName)
+	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
+	g.Expect(r.stdout).To(ContainSubstring("HelmRelease:  plug/app [Ready]"))
+	g.Expect(r.stdout).To(ContainSubstring("Layer:        base [Deployed]"))
+
+	// An object nobody manages is an error that says so.
+	expectOneLineError(t, kraan(t, "trace", "-n", ns, "configmap/app-values"), "ConfigMap plug/app-values is not managed by kraan-operator")
 }
 
 // svgDoc is the part of an SVG document the graph test reads.
