@@ -14,6 +14,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/addonslayer"
 	"github.com/kraan-io/kraan-operator/internal/controller/helmrelease"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/plugin/diff"
 	"github.com/kraan-io/kraan-operator/internal/source"
 )
@@ -166,13 +167,14 @@ func (d *diffOptions) charts(s *session) (helmrelease.ChartGetter, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	charts, err := helmrelease.NewSourceCharts(s.client, dir)
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	store, err := source.New(dir, source.Options{HostOverride: d.artifactHost, HTTPClient: artifactClient(s.config)})
 	if err != nil {
-		_ = os.RemoveAll(dir)
+		cleanup()
 		return nil, nil, err
 	}
-	charts.Artifacts, err = source.New(dir, source.Options{HostOverride: d.artifactHost, HTTPClient: artifactClient(s.config)})
-	return charts, func() { _ = os.RemoveAll(dir) }, err
+	// The operator's chart getter: the same fetcher and artifact store it runs with.
+	return &helmrelease.SourceCharts{Reader: s.client, Fetcher: chart.NewFetcher(chart.Options{}), Artifacts: store}, cleanup, nil
 }
 
 // localChart gets the chart from a directory, whatever the release's source.

@@ -66,15 +66,11 @@ func newSourceCharts(mgr ctrl.Manager, dir string) (*SourceCharts, error) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "kraan-operator", "chart-artifacts")
 	}
-	return newSourceChartsFor(mgr.GetAPIReader(), dir)
-}
-
-func newSourceChartsFor(reader client.Reader, dir string) (*SourceCharts, error) {
 	store, err := source.New(dir, source.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("opening the chart artifact store: %w", err)
 	}
-	return &SourceCharts{Reader: reader, Fetcher: chart.NewFetcher(chart.Options{}), Artifacts: store}, nil
+	return &SourceCharts{Reader: mgr.GetAPIReader(), Fetcher: chart.NewFetcher(chart.Options{}), Artifacts: store}, nil
 }
 
 // setupWithManager registers the reconciler, its indexes and watches.

@@ -51,34 +51,3 @@ func PreviewRelease(ctx context.Context, engine *helm.Engine, reader client.Read
 	}
 	return p, nil
 }
-
-// TargetOf is where hr's release lives and, with defaultServiceAccount
-// (--default-service-account) when hr names none, as whom the operator acts.
-func TargetOf(hr *kraanv1.HelmRelease, defaultServiceAccount string) helm.Target {
-	t := helm.Target{
-		ReleaseName:      releaseNameOf(hr),
-		Namespace:        hr.Namespace,
-		StorageNamespace: hr.Namespace,
-		FreshClients:     hr.Spec.PersistentClient != nil && !*hr.Spec.PersistentClient,
-	}
-	if hr.Spec.TargetNamespace != "" {
-		t.Namespace = hr.Spec.TargetNamespace
-	}
-	if hr.Spec.StorageNamespace != "" {
-		t.StorageNamespace = hr.Spec.StorageNamespace
-	}
-	sa := hr.Spec.ServiceAccountName
-	if sa == "" {
-		sa = defaultServiceAccount
-	}
-	if sa != "" {
-		t.Impersonate = "system:serviceaccount:" + hr.Namespace + ":" + sa
-	}
-	return t
-}
-
-// NewSourceCharts returns the operator's chart getter over reader, keeping
-// artifacts under dir.
-func NewSourceCharts(reader client.Reader, dir string) (*SourceCharts, error) {
-	return newSourceChartsFor(reader, dir)
-}

@@ -52,6 +52,31 @@ func releaseNameOf(hr *kraanv1.HelmRelease) string {
 	return name[:40] + "-" + hex.EncodeToString(sum[:])[:12]
 }
 
+// TargetOf is where hr's release lives and, with defaultServiceAccount
+// (--default-service-account) when hr names none, as whom the operator acts.
+func TargetOf(hr *kraanv1.HelmRelease, defaultServiceAccount string) helm.Target {
+	t := helm.Target{
+		ReleaseName:      releaseNameOf(hr),
+		Namespace:        hr.Namespace,
+		StorageNamespace: hr.Namespace,
+		FreshClients:     hr.Spec.PersistentClient != nil && !*hr.Spec.PersistentClient,
+	}
+	if hr.Spec.TargetNamespace != "" {
+		t.Namespace = hr.Spec.TargetNamespace
+	}
+	if hr.Spec.StorageNamespace != "" {
+		t.StorageNamespace = hr.Spec.StorageNamespace
+	}
+	sa := hr.Spec.ServiceAccountName
+	if sa == "" {
+		sa = defaultServiceAccount
+	}
+	if sa != "" {
+		t.Impersonate = "system:serviceaccount:" + hr.Namespace + ":" + sa
+	}
+	return t
+}
+
 func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
 	return TargetOf(hr, r.DefaultServiceAccount)
 }
