@@ -95,6 +95,10 @@ func (g *getOptions) run(ctx context.Context, kind, name string) error {
 	if name != "" && itemsOf(list) == 0 {
 		return notFound(kind, s.namespaceOf(kind), name)
 	}
+	if name != "" && g.output != outputTable && !g.watch {
+		// One object asked for by name is printed alone, as kubectl does.
+		return printData(g.streams.Out, g.output, firstItem(list))
+	}
 	if err := g.print(list, true); err != nil || !g.watch {
 		return err
 	}
@@ -128,6 +132,17 @@ func notFound(kind, namespace, name string) error {
 		return fmt.Errorf("%s %s/%s not found: check the name and -n (kubectl kraan get helmreleases -A lists them all)", k, namespace, name)
 	}
 	return fmt.Errorf("%s %s not found: kubectl kraan get layers lists them", k, name)
+}
+
+// firstItem is the first object of a non-empty list.
+func firstItem(list client.ObjectList) client.Object {
+	switch l := list.(type) {
+	case *kraanv1.AddonsLayerList:
+		return &l.Items[0]
+	case *kraanv1.HelmReleaseList:
+		return &l.Items[0]
+	}
+	return nil
 }
 
 func itemsOf(list client.ObjectList) int {

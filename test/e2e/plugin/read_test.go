@@ -35,11 +35,16 @@ func testGetOutputYAMLAndJSONAreTheObjects(t *testing.T) {
 	g := NewWithT(t)
 	r := kraan(t, "get", "layer", "top", "-o", "yaml")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
+	layer := &kraanv1.AddonsLayer{}
+	g.Expect(yaml.UnmarshalStrict([]byte(r.stdout), layer)).To(Succeed())
+	g.Expect(layer.Kind).To(Equal("AddonsLayer"))
+	g.Expect(layer.Spec.Prereqs.DependsOn).To(Equal([]string{"base@0.1.0"}))
+
+	r = kraan(t, "get", "layers", "-o", "yaml")
+	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 	list := &kraanv1.AddonsLayerList{}
 	g.Expect(yaml.UnmarshalStrict([]byte(r.stdout), list)).To(Succeed())
-	g.Expect(list.Items).To(HaveLen(1))
-	g.Expect(list.Items[0].Kind).To(Equal("AddonsLayer"))
-	g.Expect(list.Items[0].Spec.Prereqs.DependsOn).To(Equal([]string{"base@0.1.0"}))
+	g.Expect(list.Items).To(HaveLen(2))
 
 	r = kraan(t, "get", "hr", "-n", ns, "-o", "json")
 	g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
