@@ -95,8 +95,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: docs
-docs: ## Regenerate docs/api-reference.md from the API's Go types.
+docs: ## Regenerate docs/api-reference.md from the API's Go types, and the demo's graph in docs/kubectl-plugin.md.
 	$(GO) run ./hack/apidocs -out docs/api-reference.md api/v1alpha1 api/habitat/v1alpha1
+	$(GO) run ./hack/plugingraph -layers examples/layers/0.2.0 -out docs/images/demo-layers.svg
 
 .PHONY: fmt
 fmt: ## Run gofmt on the operator's Go files.
@@ -112,10 +113,10 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (configuration in .golangci.yml).
 
 .PHONY: verify
 verify: generate manifests docs bundle-check chart-check catalog-check ## Fail when generated files (CRDs, RBAC, API reference, bundle, chart, catalog) are stale or gofmt would change a file.
-	@stale=$$(git status --porcelain -- api config/crd config/rbac docs/api-reference.md); \
+	@stale=$$(git status --porcelain -- api config/crd config/rbac docs/api-reference.md docs/images/demo-layers.svg); \
 	if [ -n "$$stale" ]; then \
 		echo "Generated files are out of date; run 'make generate manifests docs' and commit:"; \
-		echo "$$stale"; git --no-pager diff --stat -- api config/crd config/rbac docs/api-reference.md; exit 1; fi
+		echo "$$stale"; git --no-pager diff --stat -- api config/crd config/rbac docs/api-reference.md docs/images/demo-layers.svg; exit 1; fi
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/tools/')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	@echo "verify: generated files and formatting are up to date"
@@ -158,6 +159,10 @@ fuzz: ## Fuzz every fuzz target in turn for FUZZTIME each (default 30s); crasher
 .PHONY: build
 build: manifests generate ## Build the operator binary into bin/kraan-operator.
 	$(GO) build -o bin/kraan-operator ./cmd
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin, a static binary, into bin/kubectl-kraan (put it on PATH to use `kubectl kraan`).
+	CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o bin/kubectl-kraan ./cmd/kubectl-kraan
 
 .PHONY: run
 run: manifests generate cluster-up install ## Run the operator on this machine against the local control plane, with the samples.

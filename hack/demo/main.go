@@ -140,5 +140,14 @@ The environment is running. In another terminal:
   %s get gitrepositories -n %s
 
 The Git repository is served at %s and the Helm repository at %s.
-`, e.Kubeconfig, kubectl, kubectl, kubectl, env.FluxNamespace, e.GitURL, e.HelmURL)
+
+Try the kubectl plugin (docs/kubectl-plugin.md): build it with `+"`make plugin`"+`, then
+
+  export PATH=$PWD/bin:$PATH
+  %s kraan get layers
+  %s kraan tree layer apps
+  %s kraan graph -o svg > layers.svg
+  %s kraan trace -n apps configmap/shop
+  %s kraan diff layer mgmt
+`, e.Kubeconfig, kubectl, kubectl, kubectl, env.FluxNamespace, e.GitURL, e.HelmURL, kubectl, kubectl, kubectl, kubectl, kubectl)
 }

@@ -56,6 +56,7 @@ func TestDemo_ReachesDeployedTwice(t *testing.T) {
 			"monitoring/logging moved from mgmt to base and was upgraded in place",
 			"Rollout order (Deployed at): bootstrap",
 			"export KUBECONFIG=",
+			" kraan graph -o svg > layers.svg", // how to try the kubectl plugin
 		} {
 			if !strings.Contains(out, want) {
 				t.Fatalf("run %d: output lacks %q:\n%s", run, want, out)

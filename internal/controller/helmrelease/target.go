@@ -61,7 +61,9 @@ func releaseNameOf(hr *kraanv1.HelmRelease) string {
 	return name[:40] + "-" + hex.EncodeToString(sum[:])[:12]
 }
 
-func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
+// TargetOf is where hr's release lives and, with defaultServiceAccount
+// (--default-service-account) when hr names none, as whom the operator acts.
+func TargetOf(hr *kraanv1.HelmRelease, defaultServiceAccount string) helm.Target {
 	t := helm.Target{
 		ReleaseName:      releaseNameOf(hr),
 		Namespace:        hr.Namespace,
@@ -78,7 +80,7 @@ func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
 	if sa == "" && hr.Spec.KubeConfig == nil {
 		// The default account is one of this cluster; a remote cluster's
 		// kubeconfig carries its own identity, as in Flux.
-		sa = r.DefaultServiceAccount
+		sa = defaultServiceAccount
 	}
 	if sa != "" {
 		t.Impersonate = "system:serviceaccount:" + hr.Namespace + ":" + sa
@@ -91,24 +93,32 @@ func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
 var defaultKubeConfigKeys = []string{"value", "value.yaml"}
 
 // resolvedTarget is targetOf with the remote cluster of spec.kubeConfig read
-// from its Secret. A Secret that is missing, lacks the key or holds a
-// kubeconfig the operator refuses stalls the release until the Secret changes
-// (the watch on Secrets brings it back); messages name the Secret and key,
-// never the content.
+// from its Secret (see clusterOf).
 func (r *Reconciler) resolvedTarget(ctx context.Context, hr *kraanv1.HelmRelease) (helm.Target, error) {
 	target := r.targetOf(hr)
+	cluster, err := clusterOf(ctx, r.APIReader, hr)
+	target.Cluster = cluster
+	return target, err
+}
+
+// clusterOf reads the remote cluster of hr's spec.kubeConfig from its
+// Secret; nil when hr has none. A Secret that is missing, lacks the key or
+// holds a kubeconfig the operator refuses stalls the release until the Secret
+// changes (the watch on Secrets brings it back); messages name the Secret and
+// key, never the content.
+func clusterOf(ctx context.Context, reader client.Reader, hr *kraanv1.HelmRelease) (*helm.Cluster, error) {
 	ref := hr.Spec.KubeConfig
 	if ref == nil || ref.SecretRef == nil {
-		return target, nil
+		return nil, nil
 	}
 	key := client.ObjectKey{Namespace: hr.Namespace, Name: ref.SecretRef.Name}
 	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, key, secret); err != nil {
+	if err := reader.Get(ctx, key, secret); err != nil {
 		err = fmt.Errorf("reading the kubeConfig Secret %s: %w", key, err)
 		if apierrors.IsNotFound(err) {
-			return target, kit.Terminal(kraanv1.ReasonKubeConfigError, err)
+			return nil, kit.Terminal(kraanv1.ReasonKubeConfigError, err)
 		}
-		return target, kit.Transient(kraanv1.ReasonKubeConfigError, err)
+		return nil, kit.Transient(kraanv1.ReasonKubeConfigError, err)
 	}
 	keys := defaultKubeConfigKeys
 	if ref.SecretRef.Key != "" {
@@ -121,12 +131,11 @@ func (r *Reconciler) resolvedTarget(ctx context.Context, hr *kraanv1.HelmRelease
 		}
 		cluster, err := helm.ClusterFromKubeconfig(data)
 		if err != nil {
-			return target, kit.Terminal(kraanv1.ReasonKubeConfigError, fmt.Errorf("kubeConfig Secret %s, key %q: %w", key, k, err))
+			return nil, kit.Terminal(kraanv1.ReasonKubeConfigError, fmt.Errorf("kubeConfig Secret %s, key %q: %w", key, k, err))
 		}
-		target.Cluster = cluster
-		return target, nil
+		return cluster, nil
 	}
-	return target, kit.Terminal(kraanv1.ReasonKubeConfigError,
+	return nil, kit.Terminal(kraanv1.ReasonKubeConfigError,
 		errors.New(fmt.Sprintf("kubeConfig Secret %s has no key %q", key, keys[0])+keyAlternatives(keys)))
 }
 
@@ -135,4 +144,8 @@ func keyAlternatives(keys []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (nor %q)", keys[1])
+}
+
+func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
+	return TargetOf(hr, r.DefaultServiceAccount)
 }

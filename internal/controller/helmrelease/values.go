@@ -16,9 +16,15 @@ import (
 // composeValues reads every valuesFrom object and merges the values. The
 // values of Secrets are recorded in secrets, so that no message quotes them.
 func (r *Reconciler) composeValues(ctx context.Context, hr *kraanv1.HelmRelease, secrets *redact.Redactor) (map[string]any, error) {
+	return composeValues(ctx, r.APIReader, hr, secrets)
+}
+
+// composeValues is Reconciler.composeValues with reader for the ConfigMaps
+// and Secrets.
+func composeValues(ctx context.Context, reader client.Reader, hr *kraanv1.HelmRelease, secrets *redact.Redactor) (map[string]any, error) {
 	sources := make([]helm.ValuesSource, 0, len(hr.Spec.ValuesFrom))
 	for _, ref := range hr.Spec.ValuesFrom {
-		data, err := r.valuesData(ctx, hr.Namespace, ref)
+		data, err := valuesData(ctx, reader, hr.Namespace, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -31,19 +37,19 @@ func (r *Reconciler) composeValues(ctx context.Context, hr *kraanv1.HelmRelease,
 }
 
 // valuesData returns the data of a ConfigMap or Secret, nil when it does not exist.
-func (r *Reconciler) valuesData(ctx context.Context, namespace string, ref kraanv1.ValuesReference) (map[string][]byte, error) {
+func valuesData(ctx context.Context, reader client.Reader, namespace string, ref kraanv1.ValuesReference) (map[string][]byte, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
 	var err error
 	data := map[string][]byte{}
 	switch ref.Kind {
 	case "Secret":
 		secret := &corev1.Secret{}
-		if err = r.APIReader.Get(ctx, key, secret); err == nil {
+		if err = reader.Get(ctx, key, secret); err == nil {
 			data = secret.Data
 		}
 	default:
 		cm := &corev1.ConfigMap{}
-		if err = r.APIReader.Get(ctx, key, cm); err == nil {
+		if err = reader.Get(ctx, key, cm); err == nil {
 			for k, v := range cm.Data {
 				data[k] = []byte(v)
 			}

@@ -1,0 +1,111 @@
+package helm
+
+import (
+	"context"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/action"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+)
+
+// Preview is what an install or upgrade of a release would apply, next to
+// what its newest revision applied, as objects. Nothing is written: Helm
+// renders the chart as a dry run of the action the engine would take.
+type Preview struct {
+	// CurrentRevision is the newest revision in storage, 0 when there is none.
+	CurrentRevision int
+	// CurrentChart is the chart name-version of that revision ("" for none).
+	CurrentChart string
+	// Current are the objects of the newest revision's manifest.
+	Current []*unstructured.Unstructured
+	// Desired are the objects the chart renders to now, after the spec's
+	// post-renderers, with the namespace Helm would give them.
+	Desired []*unstructured.Unstructured
+}
+
+// Render renders desired for target as the next install or upgrade would,
+// with the cluster's capabilities and lookups (Helm's server dry run), and
+// returns it beside the objects of the newest revision. It reads release
+// storage (Secrets in the storage namespace) and writes nothing.
+func (e *Engine) Render(ctx context.Context, target Target, desired Desired, spec *kraanv1.HelmReleaseSpec) (Preview, error) {
+	cfg, err := e.configFor(target, func(string, ...any) {})
+	if err != nil {
+		return Preview{}, err
+	}
+	p, exists, err := e.current(cfg, target)
+	if err != nil {
+		return Preview{}, err
+	}
+	manifest, err := e.dryRun(ctx, cfg, target, desired, spec, exists)
+	if err != nil {
+		return Preview{}, fmt.Errorf("rendering release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
+	}
+	if p.Desired, err = e.objectsOf(target, manifest); err != nil {
+		return Preview{}, err
+	}
+	return p, nil
+}
+
+// Current returns the newest revision of target's release and its objects
+// (Preview.Desired empty): what the release applied last.
+func (e *Engine) Current(_ context.Context, target Target) (Preview, error) {
+	cfg, err := e.configFor(target, func(string, ...any) {})
+	if err != nil {
+		return Preview{}, err
+	}
+	p, _, err := e.current(cfg, target)
+	return p, err
+}
+
+// current reads the newest revision from storage; exists is false when
+// storage holds none.
+func (e *Engine) current(cfg *action.Configuration, target Target) (Preview, bool, error) {
+	obs, err := observe(cfg, target.ReleaseName)
+	if err != nil || obs.Latest == nil {
+		return Preview{}, false, err
+	}
+	p := Preview{CurrentRevision: obs.Latest.Version}
+	if md := obs.Latest.Chart; md != nil && md.Metadata != nil {
+		p.CurrentChart = md.Metadata.Name + "-" + md.Metadata.Version
+	}
+	p.Current, err = e.objectsOf(target, obs.Latest.Manifest)
+	return p, true, err
+}
+
+// objectsOf decodes a manifest of target's release, with the mapper of the
+// cluster it lives in.
+func (e *Engine) objectsOf(target Target, manifest string) ([]*unstructured.Unstructured, error) {
+	cc, err := e.clientsFor(target)
+	if err != nil {
+		return nil, err
+	}
+	return manifestObjects(manifest, target.Namespace, cc.mapper)
+}
+
+// dryRun runs the install or upgrade the engine would run, as a dry run that
+// still talks to the cluster for its capabilities and lookups, and returns
+// the rendered manifest.
+func (e *Engine) dryRun(ctx context.Context, cfg *action.Configuration, target Target, desired Desired,
+	spec *kraanv1.HelmReleaseSpec, exists bool) (string, error) {
+	labels := desired.labels()
+	if !exists {
+		install := newInstall(cfg, target, spec, labels)
+		install.DryRun, install.DryRunOption = true, "server"
+		install.PostRenderer = postRendererFor(spec, nil)
+		rel, err := install.RunWithContext(ctx, desired.Chart, desired.Values)
+		if err != nil {
+			return "", err
+		}
+		return rel.Manifest, nil
+	}
+	upgrade := newUpgrade(cfg, target, spec, labels)
+	upgrade.DryRun, upgrade.DryRunOption = true, "server"
+	upgrade.PostRenderer = postRendererFor(spec, nil)
+	rel, err := upgrade.RunWithContext(ctx, target.ReleaseName, desired.Chart, desired.Values)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
