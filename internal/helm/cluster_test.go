@@ -1,10 +1,15 @@
 package helm
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 )
 
 const inlineKubeconfig = `apiVersion: v1
@@ -58,4 +63,35 @@ func TestClusterFromKubeconfig_refusesWhatReachesOutside(t *testing.T) {
 			g.Expect(err.Error()).NotTo(ContainSubstring("s3cr3t"), "never the content")
 		})
 	}
+}
+
+// The cluster's version is asked for once per cluster and minute, not twice
+// per action, even though Helm invalidates the discovery cache every time.
+func TestVersionCache(t *testing.T) {
+	g := NewWithT(t)
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/version" {
+			requests.Add(1)
+			_, _ = w.Write([]byte(`{"major":"1","minor":"37","gitVersion":"v1.37.2"}`))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	cc, err := newClusterClients(&rest.Config{Host: srv.URL})
+	g.Expect(err).NotTo(HaveOccurred())
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cc.discovery.(*versionCache).now = func() time.Time { return now }
+	for range 3 {
+		cc.discovery.Invalidate() // as Helm's getCapabilities does
+		v, err := cc.discovery.ServerVersion()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(v.GitVersion).To(Equal("v1.37.2"))
+	}
+	g.Expect(requests.Load()).To(Equal(int32(1)))
+	now = now.Add(versionCacheTTL)
+	_, err = cc.discovery.ServerVersion()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(requests.Load()).To(Equal(int32(2)))
 }

@@ -2,6 +2,7 @@ package helm
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/version"
@@ -39,36 +40,39 @@ func (g *restClientGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 	})
 }
 
+// versionCacheTTL is how long the cluster's version is remembered: it only
+// changes when the control plane is upgraded.
+const versionCacheTTL = time.Minute
+
 // versionCache remembers the cluster's version, which Helm asks for twice per
-// action (its reachability check and its capabilities) and client-go's memory
-// cache does not keep. Invalidate, which Helm calls after installing CRDs,
-// forgets it with the rest.
+// action (its reachability check and its capabilities) after invalidating
+// the discovery cache each time: two requests per release and pass that
+// would always get the same answer. The version outlives Invalidate, which
+// still drops the API groups (kinds of CRDs just installed must resolve), and
+// is asked again after versionCacheTTL.
 type versionCache struct {
 	discovery.CachedDiscoveryInterface
+	now func() time.Time
 
 	mu      sync.Mutex
 	version *version.Info
+	fetched time.Time
 }
 
 func (c *versionCache) ServerVersion() (*version.Info, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.version != nil {
-		v := *c.version
-		return &v, nil
+	now := time.Now
+	if c.now != nil {
+		now = c.now
 	}
-	v, err := c.CachedDiscoveryInterface.ServerVersion()
-	if err != nil {
-		return nil, err
+	if c.version == nil || now().Sub(c.fetched) >= versionCacheTTL {
+		v, err := c.CachedDiscoveryInterface.ServerVersion()
+		if err != nil {
+			return nil, err
+		}
+		c.version, c.fetched = v, now()
 	}
-	c.version = v
-	copied := *v
+	copied := *c.version
 	return &copied, nil
-}
-
-func (c *versionCache) Invalidate() {
-	c.mu.Lock()
-	c.version = nil
-	c.mu.Unlock()
-	c.CachedDiscoveryInterface.Invalidate()
 }
