@@ -126,9 +126,15 @@ func (a *Applier) checkOwner(ctx context.Context, layer string, obj *unstructure
 
 // get reads the live copy of obj; nil when it does not exist.
 func (a *Applier) get(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return Live(ctx, a.client, obj)
+}
+
+// Live reads the live copy of obj through c; nil when it, or its kind, does
+// not exist.
+func Live(ctx context.Context, c client.Reader, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
-	err := a.client.Get(ctx, client.ObjectKeyFromObject(obj), live)
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), live)
 	switch {
 	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
 		// No match: the CRD is applied in the same stage, so the object is new.

@@ -109,8 +109,11 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts kit.ControllerOptio
 		WithOptions(opts.Controller())
 	// A new artifact of a chart's source reconciles the releases built from
 	// it at once, not at their interval.
-	for _, src := range []artifactSource{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}, &sourcev1.HelmChart{}} {
-		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(r.requestsForChartSource),
+	for kind, src := range map[string]artifactSource{
+		sourcev1.GitRepositoryKind: &sourcev1.GitRepository{}, sourcev1.OCIRepositoryKind: &sourcev1.OCIRepository{},
+		sourcev1.BucketKind: &sourcev1.Bucket{}, sourcev1.HelmChartKind: &sourcev1.HelmChart{},
+	} {
+		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(r.requestsForChartSource(kind)),
 			builder.WithPredicates(artifactChanged{}))
 	}
 	if r.repoWatch != nil {
@@ -171,18 +174,12 @@ func chartSourceKey(kind string, key client.ObjectKey) string {
 	return kind + "/" + key.String()
 }
 
-// requestsForChartSource maps a source to the releases whose chart it holds.
-func (r *Reconciler) requestsForChartSource(ctx context.Context, obj client.Object) []reconcile.Request {
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	if kind == "" {
-		// Typed objects from the cache carry no kind; ask the scheme.
-		gvks, _, err := r.Scheme().ObjectKinds(obj)
-		if err != nil || len(gvks) == 0 {
-			return nil
-		}
-		kind = gvks[0].Kind
+// requestsForChartSource maps a source of kind to the releases whose chart
+// it holds.
+func (r *Reconciler) requestsForChartSource(kind string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return r.listRequests(ctx, client.MatchingFields{chartSourceIndex: chartSourceKey(kind, client.ObjectKeyFromObject(obj))})
 	}
-	return r.listRequests(ctx, client.MatchingFields{chartSourceIndex: chartSourceKey(kind, client.ObjectKeyFromObject(obj))})
 }
 
 func dependsOnKeys(obj client.Object) []string {

@@ -75,7 +75,7 @@ func (s *repositoryWatch) Track(ctx context.Context, release, repo types.Namespa
 	if s == nil {
 		return
 	}
-	revision, interval := s.revision(ctx, repo, false)
+	revision, interval, _, _ := s.revision(ctx, repo, false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.repoOf[release]; ok && old != repo {
@@ -157,7 +157,7 @@ func (s *repositoryWatch) checkDue(ctx context.Context) {
 
 // check asks repo for its index and re-queues the releases a change concerns.
 func (s *repositoryWatch) check(ctx context.Context, key types.NamespacedName) {
-	revision, interval := s.revision(ctx, key, true)
+	revision, interval, repo, repoErr := s.revision(ctx, key, true)
 	s.mu.Lock()
 	r := s.repos[key]
 	if r == nil {
@@ -176,10 +176,9 @@ func (s *repositoryWatch) check(ctx context.Context, key types.NamespacedName) {
 	}
 	s.mu.Unlock()
 
-	repo, _, err := s.charts.repository(ctx, key)
 	revalidated := map[string]bool{}
 	for rel, use := range uses {
-		if !s.concerns(ctx, repo, err, use, revalidated) {
+		if !s.concerns(ctx, repo, repoErr, use, revalidated) {
 			continue
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("Chart source changed, reconciling a release", "helmrepository", key.String(), "helmrelease", rel.String())
@@ -201,27 +200,29 @@ func (s *repositoryWatch) concerns(ctx context.Context, repo *chart.Repository, 
 	return err != nil || version != use.version
 }
 
-// revision is the repository's index revision and its interval. A repository
-// that cannot be read or reached has revision "unreadable" or
-// "unreachable": its releases are looked at when it answers again. A
-// suspended repository keeps the revision it had.
-func (s *repositoryWatch) revision(ctx context.Context, key types.NamespacedName, revalidate bool) (string, time.Duration) {
+// revision is the repository's index revision and its interval, with the
+// repository as read (or why it could not be). A repository that cannot be
+// read or reached has revision "unreadable" or "unreachable": its releases
+// are looked at when it answers again. A suspended repository keeps the
+// revision it had.
+func (s *repositoryWatch) revision(ctx context.Context, key types.NamespacedName, revalidate bool) (
+	string, time.Duration, *chart.Repository, error) {
 	repo, interval, err := s.charts.repository(ctx, key)
 	if interval == 0 {
 		interval = defaultIndexInterval
 	}
 	interval = max(interval, minIndexInterval)
 	if err != nil {
-		return "unreadable", interval
+		return "unreadable", interval, nil, err
 	}
 	revision, err := s.charts.Fetcher.IndexRevision(ctx, repo, revalidate && !repo.Suspended)
 	switch {
 	case errors.Is(err, chart.ErrNoIndex):
-		return "", interval
+		return "", interval, repo, nil
 	case err != nil:
-		return "unreachable", interval
+		return "unreachable", interval, repo, nil
 	}
-	return revision, interval
+	return revision, interval, repo, nil
 }
 
 func (s *repositoryWatch) enqueue(ctx context.Context, release types.NamespacedName) {

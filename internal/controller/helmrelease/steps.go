@@ -82,6 +82,7 @@ func (r *Reconciler) dependencyNotReady(ctx context.Context, key client.ObjectKe
 func (r *Reconciler) reconcileTarget(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	target, err := r.resolvedTarget(ctx, sc.hr)
 	if err != nil {
+		err = sc.redactor.Error(err)
 		r.Events.Warning(sc.hr, kraanv1.ReasonKubeConfigError, err.Error())
 		return ctrl.Result{}, err
 	}

@@ -135,15 +135,11 @@ func clusterOf(ctx context.Context, reader client.Reader, hr *kraanv1.HelmReleas
 		}
 		return cluster, nil
 	}
-	return nil, kit.Terminal(kraanv1.ReasonKubeConfigError,
-		errors.New(fmt.Sprintf("kubeConfig Secret %s has no key %q", key, keys[0])+keyAlternatives(keys)))
-}
-
-func keyAlternatives(keys []string) string {
-	if len(keys) < 2 {
-		return ""
+	missing := fmt.Sprintf("kubeConfig Secret %s has no key %q", key, keys[0])
+	if len(keys) > 1 {
+		missing += fmt.Sprintf(" (nor %q)", keys[1])
 	}
-	return fmt.Sprintf(" (nor %q)", keys[1])
+	return nil, kit.Terminal(kraanv1.ReasonKubeConfigError, errors.New(missing))
 }
 
 func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {

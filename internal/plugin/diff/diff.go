@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/ssa/normalize"
+	"github.com/kraan-io/kraan-operator/internal/apply"
 	"github.com/pmezard/go-difflib/difflib"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -66,7 +67,7 @@ func Compare(ctx context.Context, c client.Client, desired, current []*unstructu
 		if wanted[keyOf(obj)] {
 			continue
 		}
-		live, err := get(ctx, c, obj)
+		live, err := apply.Live(ctx, c, obj)
 		if err != nil {
 			return nil, err
 		}
@@ -74,7 +75,7 @@ func Compare(ctx context.Context, c client.Client, desired, current []*unstructu
 			continue // already gone
 		}
 		wanted[keyOf(obj)] = true
-		changes = append(changes, Change{ID: Describe(obj), Action: Delete, Live: clean(live), Note: opts.DeleteNote})
+		changes = append(changes, Change{ID: apply.Describe(obj), Action: Delete, Live: clean(live), Note: opts.DeleteNote})
 	}
 	maskSecrets(changes)
 	return changes, nil
@@ -82,8 +83,8 @@ func Compare(ctx context.Context, c client.Client, desired, current []*unstructu
 
 // compareOne dry-runs the apply of obj and compares it with the live object.
 func compareOne(ctx context.Context, c client.Client, obj *unstructured.Unstructured, opts Options) (Change, error) {
-	ch := Change{ID: Describe(obj)}
-	live, err := get(ctx, c, obj)
+	ch := Change{ID: apply.Describe(obj)}
+	live, err := apply.Live(ctx, c, obj)
 	if err != nil {
 		return ch, err
 	}
@@ -112,29 +113,6 @@ func compareOne(ctx context.Context, c client.Client, obj *unstructured.Unstruct
 		ch.Action = Unchanged
 	}
 	return ch, nil
-}
-
-// get reads the live copy of obj; nil when it (or its kind) does not exist.
-func get(ctx context.Context, c client.Client, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(obj.GroupVersionKind())
-	err := c.Get(ctx, client.ObjectKeyFromObject(obj), live)
-	switch {
-	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", Describe(obj), err)
-	}
-	return live, nil
-}
-
-// Describe names an object: "ConfigMap apps/settings".
-func Describe(obj client.Object) string {
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	if ns := obj.GetNamespace(); ns != "" {
-		return kind + " " + ns + "/" + obj.GetName()
-	}
-	return kind + " " + obj.GetName()
 }
 
 func keyOf(obj *unstructured.Unstructured) string {

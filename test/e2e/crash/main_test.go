@@ -13,12 +13,9 @@
 package crash_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
@@ -46,19 +43,8 @@ func TestMain(m *testing.M) {
 }
 
 // setUp builds the operator and creates the Lease's namespace.
-func setUp(s *suite.Suite) error {
+func setUp(s *suite.Suite) (err error) {
 	k8s, kubeconfig = s.Client, s.Kubeconfig
-	work, err := os.MkdirTemp("", "kraan-e2e-crash-")
-	if err != nil {
-		return err
-	}
-	s.Cleanup(func(int) { _ = os.RemoveAll(work) })
-	if operatorBinary, err = suite.BuildOperator(s.Context(), work); err != nil {
-		return err
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}
-	if err := k8s.Create(s.Context(), ns); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", leaseNamespace, err)
-	}
-	return nil
+	operatorBinary, err = suite.PrepareOperatorBinary(s, leaseNamespace)
+	return err
 }

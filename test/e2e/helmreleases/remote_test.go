@@ -18,6 +18,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 	"github.com/kraan-io/kraan-operator/test/localplane"
 )
 
@@ -136,12 +137,7 @@ users: [{name: admin, user: {tokenFile: /var/run/secrets/kubernetes.io/serviceac
 
 // remoteRevisions lists the revisions Helm storage in the remote cluster holds.
 func remoteRevisions(g Gomega, remote client.Client, namespace, release string) []string {
-	secrets := &corev1.SecretList{}
-	g.Expect(remote.List(context.Background(), secrets, client.InNamespace(namespace),
-		client.MatchingLabels{"owner": "helm", "name": release})).To(Succeed())
-	revisions := make([]string, 0, len(secrets.Items))
-	for _, s := range secrets.Items {
-		revisions = append(revisions, s.Labels["version"])
-	}
+	revisions, err := suite.HelmRevisions(context.Background(), remote, namespace, release)
+	g.Expect(err).NotTo(HaveOccurred())
 	return revisions
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/test/localplane"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Deadlines of an operator process's life cycle. Start is informer sync and
@@ -197,4 +199,25 @@ func (o *RunningOperator) Log() string {
 // without the lines StartOperator's /readyz polling causes.
 func (o *RunningOperator) LogTail(n int) string {
 	return o.proc.LogTail(n, probeNoise)
+}
+
+// PrepareOperatorBinary is the set-up of a suite that runs the operator
+// binary itself: it builds ./cmd into a temporary directory removed when the
+// suite ends, and creates leaseNamespace for the processes' leader election
+// Leases. It returns the binary's path.
+func PrepareOperatorBinary(s *Suite, leaseNamespace string) (string, error) {
+	work, err := os.MkdirTemp("", "kraan-e2e-operator-")
+	if err != nil {
+		return "", err
+	}
+	s.Cleanup(func(int) { _ = os.RemoveAll(work) })
+	bin, err := BuildOperator(s.Context(), work)
+	if err != nil {
+		return "", err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}
+	if err := s.Client.Create(s.Context(), ns); err != nil {
+		return "", fmt.Errorf("creating namespace %s: %w", leaseNamespace, err)
+	}
+	return bin, nil
 }

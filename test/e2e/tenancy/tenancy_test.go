@@ -10,7 +10,6 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -174,13 +173,8 @@ func TestNoCrossNamespaceRefs(t *testing.T) {
 
 // helmRevisions lists the revisions Helm storage holds for a release.
 func helmRevisions(g Gomega, namespace, release string) []string {
-	secrets := &corev1.SecretList{}
-	g.Expect(k8s.List(context.Background(), secrets, client.InNamespace(namespace),
-		client.MatchingLabels{"owner": "helm", "name": release})).To(Succeed())
-	revisions := make([]string, 0, len(secrets.Items))
-	for _, s := range secrets.Items {
-		revisions = append(revisions, s.Labels["version"])
-	}
+	revisions, err := suite.HelmRevisions(context.Background(), k8s, namespace, release)
+	g.Expect(err).NotTo(HaveOccurred())
 	return revisions
 }
 
