@@ -215,14 +215,20 @@ func (s *repositoryWatch) revision(ctx context.Context, key types.NamespacedName
 	if err != nil {
 		return "unreadable", interval, nil, err
 	}
-	revision, err := s.charts.Fetcher.IndexRevision(ctx, repo, revalidate && !repo.Suspended)
+	return s.indexRevision(ctx, repo, revalidate && !repo.Suspended), interval, repo, nil
+}
+
+// indexRevision is the revision of repo's index: "" for a repository
+// without one (OCI), "unreachable" when it cannot be fetched.
+func (s *repositoryWatch) indexRevision(ctx context.Context, repo *chart.Repository, revalidate bool) string {
+	revision, err := s.charts.Fetcher.IndexRevision(ctx, repo, revalidate)
 	switch {
 	case errors.Is(err, chart.ErrNoIndex):
-		return "", interval, repo, nil
+		return ""
 	case err != nil:
-		return "unreachable", interval, repo, nil
+		return "unreachable"
 	}
-	return revision, interval, repo, nil
+	return revision
 }
 
 func (s *repositoryWatch) enqueue(ctx context.Context, release types.NamespacedName) {

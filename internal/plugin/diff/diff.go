@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/ssa/normalize"
-	"github.com/kraan-io/kraan-operator/internal/apply"
 	"github.com/pmezard/go-difflib/difflib"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kraan-io/kraan-operator/internal/apply"
 )
 
 // Action is what applying the desired state would do to one object.

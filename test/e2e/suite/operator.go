@@ -11,10 +11,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kraan-io/kraan-operator/internal/testenv"
-	"github.com/kraan-io/kraan-operator/test/localplane"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/localplane"
 )
 
 // Deadlines of an operator process's life cycle. Start is informer sync and
