@@ -52,7 +52,7 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 			if tt.spec != nil {
 				tt.spec(req.Spec)
 			}
-			cfg, err := engine.configFor(req.Target, t.Logf)
+			cfg, err := engine.configFor(req.Target, t.Logf, nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			installLikeAnotherClient(g, cfg, req, tt.madeWith)
 

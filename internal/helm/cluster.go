@@ -10,10 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
 // Cluster is a remote cluster a release is installed into (spec.kubeConfig).
@@ -97,6 +100,8 @@ type clusterClients struct {
 	config    *rest.Config
 	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.ResettableRESTMapper
+	// tracker serves every Helm wait on the cluster from shared informers.
+	tracker *rollout.Tracker
 }
 
 func newClusterClients(config *rest.Config) (*clusterClients, error) {
@@ -105,8 +110,13 @@ func newClusterClients(config *rest.Config) (*clusterClients, error) {
 		return nil, fmt.Errorf("creating the discovery client: %w", err)
 	}
 	cached := &versionCache{CachedDiscoveryInterface: memory.NewMemCacheClient(dc)}
+	dyn, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("creating the dynamic client: %w", err)
+	}
 	return &clusterClients{
 		config:    config,
+		tracker:   rollout.NewTracker(dyn),
 		discovery: cached,
 		// Helm resets a resettable mapper after installing a chart's CRDs, so
 		// kinds defined by those CRDs resolve in the same install.

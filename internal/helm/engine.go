@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/client-go/rest"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -74,11 +75,15 @@ type Target struct {
 // configFor returns a Helm action configuration for target. Releases are
 // stored as Secrets in the storage namespace, as the helm CLI does, so `helm
 // list` and `helm history` keep working on releases the operator manages.
-func (e *Engine) configFor(target Target, debug action.DebugLog) (*action.Configuration, error) {
+//
+// Helm's waits go to the cluster's rollout tracker; pause, when set, is
+// called when a wait starts and returns what to call when it ends.
+func (e *Engine) configFor(target Target, debug action.DebugLog, pause func() func()) (*action.Configuration, error) {
 	cc, err := e.clientsFor(target)
 	if err != nil {
 		return nil, err
 	}
+	tracker := cc.tracker
 	if target.FreshClients {
 		if cc, err = newClusterClients(cc.config); err != nil {
 			return nil, err
@@ -98,6 +103,9 @@ func (e *Engine) configFor(target Target, debug action.DebugLog) (*action.Config
 	if err := cfg.Init(getter, target.StorageNamespace, "secret", debug); err != nil {
 		return nil, fmt.Errorf("initialising Helm for release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
 	}
+	if kc, ok := cfg.KubeClient.(*kube.Client); ok {
+		cfg.KubeClient = &watchingClient{Client: kc, tracker: tracker, pause: pause}
+	}
 	return cfg, nil
 }
 
@@ -105,7 +113,7 @@ func (e *Engine) configFor(target Target, debug action.DebugLog) (*action.Config
 // not in storage is already gone.
 func (e *Engine) Uninstall(ctx context.Context, target Target, spec *kraanv1.HelmReleaseSpec) error {
 	logs := &logTail{}
-	cfg, err := e.configFor(target, logs.bind(logr.FromContextOrDiscard(ctx)))
+	cfg, err := e.configFor(target, logs.bind(logr.FromContextOrDiscard(ctx)), nil)
 	if err != nil {
 		return err
 	}

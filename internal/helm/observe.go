@@ -83,6 +83,17 @@ func (d Desired) Matches(rel *release.Release) bool {
 	return ValuesDigest(rel.Config) == ValuesDigest(d.Values)
 }
 
+// MatchesLabels says whether a record carrying labels (Helm storage keeps a
+// release's labels on its Secret) was made by the engine from d.
+func (d Desired) MatchesLabels(labels map[string]string) bool {
+	for k, v := range d.labels() {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return d.PostRenderersDigest != "" || labels[PostRenderersDigestLabel] == ""
+}
+
 func labelDigest(digest string) string {
 	for i := 0; i < len(digest); i++ {
 		if digest[i] == ':' {

@@ -28,6 +28,10 @@ const (
 	// so that it can be remediated instead of blocking every later operation
 	// with "another operation is in progress".
 	ActionUnlock Action = "unlock"
+	// ActionResume waits again for the objects of a revision an interrupted
+	// install or upgrade left pending (the operator stopped during Helm's
+	// wait), and finishes it as the action would have.
+	ActionResume Action = "resume"
 	// ActionStalled means retries are exhausted: only a change of the spec, its
 	// values or a reconcile request clears it.
 	ActionStalled Action = "stalled"

@@ -30,7 +30,7 @@ type Preview struct {
 // returns it beside the objects of the newest revision. It reads release
 // storage (Secrets in the storage namespace) and writes nothing.
 func (e *Engine) Render(ctx context.Context, target Target, desired Desired, spec *kraanv1.HelmReleaseSpec) (Preview, error) {
-	cfg, err := e.configFor(target, func(string, ...any) {})
+	cfg, err := e.configFor(target, func(string, ...any) {}, nil)
 	if err != nil {
 		return Preview{}, err
 	}
@@ -51,7 +51,7 @@ func (e *Engine) Render(ctx context.Context, target Target, desired Desired, spe
 // Current returns the newest revision of target's release and its objects
 // (Preview.Desired empty): what the release applied last.
 func (e *Engine) Current(_ context.Context, target Target) (Preview, error) {
-	cfg, err := e.configFor(target, func(string, ...any) {})
+	cfg, err := e.configFor(target, func(string, ...any) {}, nil)
 	if err != nil {
 		return Preview{}, err
 	}

@@ -37,9 +37,17 @@ type Request struct {
 	// Redactor, when set, masks secret values in Helm's log lines and in the
 	// errors of the actions, before they are logged or returned.
 	Redactor *redact.Redactor
+	// Pause, when set, is called when an action starts waiting for its
+	// objects to become ready; the function it returns is called when the
+	// wait ends. The controller lends the run's slot to other releases
+	// meanwhile.
+	Pause func() (resume func())
 	// Force upgrades a release that is in sync, once (Flux's
 	// reconcile.fluxcd.io/forceAt).
 	Force bool
+	// StorageEmpty says the operator's cache holds no record of the release:
+	// the first action is planned without reading storage.
+	StorageEmpty bool
 }
 
 // Step is one Helm action the engine took.
@@ -71,16 +79,22 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 	res := Result{Failures: req.Failures}
 	policy := PolicyOf(req.Spec)
 	force := req.Force
+	// known is an observation made without reading storage: none before a
+	// first install the operator's cache vouches for (Helm's install reads
+	// storage itself and refuses a name in use), and the release a fresh
+	// install returned.
+	var obs Observation
+	known := req.StorageEmpty
 	for range maxSteps {
 		logs := &logTail{redactor: req.Redactor}
-		cfg, err := e.configFor(req.Target, logs.bind(logr.FromContextOrDiscard(ctx)))
+		cfg, err := e.configFor(req.Target, logs.bind(logr.FromContextOrDiscard(ctx)), req.Pause)
 		if err != nil {
 			return res, err
 		}
-		obs, err := observe(cfg, req.Target.ReleaseName)
-		if err != nil {
+		if obs, err = observation(cfg, req, obs, known); err != nil {
 			return res, err
 		}
+		known = false
 		// A revision Flux or the helm CLI made carries none of the engine's
 		// labels; adopted, it matches without a new revision.
 		if err := e.adopt(ctx, cfg, req, obs.Latest); err != nil {
@@ -94,16 +108,14 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		if res.Next == ActionNone || res.Next == ActionStalled {
 			return res, nil
 		}
-		if wait := retryWait(obs, req.Desired.Matches, policy, time.Now()); wait > 0 {
-			// The failed revision's description may quote what the API server
-			// rejected, Secret values included.
-			return res, &RetryLater{After: wait, Err: req.Redactor.Error(fmt.Errorf("%s of release %s/%s is retried in %s (strategy RetryOnFailure): %s",
-				res.Next, req.Target.StorageNamespace, req.Target.ReleaseName, wait.Round(time.Second), failureOf(obs.Latest)))}
+		if err := retryLater(req, policy, obs, res.Next); err != nil {
+			return res, err
 		}
-		if req.BeforeAction != nil {
-			req.BeforeAction(ctx, res.Next)
+		step, installed := e.take(ctx, cfg, req, obs, res.Next)
+		if step.Err == nil && installed != nil && obs.Latest == nil {
+			// A first install: storage holds what Helm returned, nothing else.
+			obs, known = Observation{Latest: installed}, true
 		}
-		step := e.act(ctx, cfg, req, obs, res.Next)
 		force = false
 		step.LogTail = logs.lines()
 		step.Err = req.Redactor.Error(step.Err)
@@ -148,18 +160,69 @@ func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Pol
 	return false, nil
 }
 
-// act runs one action.
-func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, next Action) Step {
+// observation is obs when it is known, otherwise what storage holds.
+func observation(cfg *action.Configuration, req Request, obs Observation, known bool) (Observation, error) {
+	if known {
+		return obs, nil
+	}
+	return observe(cfg, req.Target.ReleaseName)
+}
+
+// retryLater is the RetryOnFailure wait before next, if one applies.
+func retryLater(req Request, policy Policy, obs Observation, next Action) error {
+	wait := retryWait(obs, req.Desired.Matches, policy, time.Now())
+	if wait <= 0 {
+		return nil
+	}
+	// The failed revision's description may quote what the API server
+	// rejected, Secret values included.
+	return &RetryLater{After: wait, Err: req.Redactor.Error(fmt.Errorf("%s of release %s/%s is retried in %s (strategy RetryOnFailure): %s",
+		next, req.Target.StorageNamespace, req.Target.ReleaseName, wait.Round(time.Second), failureOf(obs.Latest)))}
+}
+
+// take takes the planned action. An unlock becomes a resume when the
+// interrupted action can be finished by waiting (resumable), and is an unlock
+// again when the action had not applied its objects.
+func (e *Engine) take(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, next Action) (Step, *release.Release) {
+	if next == ActionUnlock {
+		if how, ok := resumable(req, obs); ok {
+			if req.BeforeAction != nil {
+				req.BeforeAction(ctx, ActionResume)
+			}
+			if step := e.resumeStep(cfg, req, obs, how); !errors.Is(step.Err, errNotApplied) {
+				return step, nil
+			}
+		}
+	}
+	if req.BeforeAction != nil {
+		req.BeforeAction(ctx, next)
+	}
+	return e.act(ctx, cfg, req, obs, next)
+}
+
+// resumeStep finishes an interrupted install or upgrade (resume).
+func (e *Engine) resumeStep(cfg *action.Configuration, req Request, obs Observation, how resumption) Step {
+	start := time.Now()
+	detail, err := e.resume(cfg, obs, how)
+	if err != nil {
+		err = fmt.Errorf("%s of release %s/%s failed: %w", how.action, req.Target.StorageNamespace, req.Target.ReleaseName, err)
+	}
+	return Step{Action: how.action, Err: err, Duration: time.Since(start), Detail: detail}
+}
+
+// act runs one action; an install returns the release it made.
+func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, next Action) (Step, *release.Release) {
 	start := time.Now()
 	labels := req.Desired.labels()
 	var detail string
+	var installed *release.Release
 	var err error
 	switch next {
 	case ActionInstall:
 		install := newInstall(cfg, req.Target, req.Spec, labels)
 		install.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
 		if err = e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err == nil {
-			_, err = install.RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
+			installed, err = install.RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
 		}
 	case ActionUpgrade:
 		upgrade := newUpgrade(cfg, req.Target, req.Spec, labels)
@@ -181,7 +244,10 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	if err != nil {
 		err = fmt.Errorf("%s of release %s/%s failed: %w", next, req.Target.StorageNamespace, req.Target.ReleaseName, err)
 	}
-	return Step{Action: next, Err: err, Duration: time.Since(start), Detail: detail}
+	if err != nil || installed == nil || installed.Info == nil || installed.Info.Status != release.StatusDeployed {
+		installed = nil
+	}
+	return Step{Action: next, Err: err, Duration: time.Since(start), Detail: detail}, installed
 }
 
 // failureOf says why rel failed, from its description or its tests.

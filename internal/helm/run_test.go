@@ -51,7 +51,7 @@ func TestEngine_Run_recoversInterruptedOperations(t *testing.T) {
 			g.Expect(env.Client.Get(ctx, key, before)).To(Succeed())
 
 			req.Desired.Values = map[string]any{"message": "two"}
-			cfg, err := engine.configFor(req.Target, t.Logf)
+			cfg, err := engine.configFor(req.Target, t.Logf, nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			pending, status := tt.interrupt(g, cfg, req)
 

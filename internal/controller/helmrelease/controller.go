@@ -68,6 +68,8 @@ type Reconciler struct {
 	// looked at again besides the watch on them: a safety net, not the trigger.
 	DependencyRequeue time.Duration
 	Metrics           *Metrics
+	// runs are the Helm runs going on outside the workers.
+	runs *runs
 	// repoWatch re-queues the releases a change of their HelmRepository's
 	// index concerns.
 	repoWatch *repositoryWatch
@@ -91,13 +93,17 @@ const sourceRetry = 30 * time.Second
 // deferred summary and status patch, deletion, finalizer, suspend, and the
 // steps.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	hr := &kraanv1.HelmRelease{}
-	// A fresh read: the failure counters in status decide retries, and a
-	// cached copy may not yet show what the previous pass wrote.
-	if err := r.APIReader.Get(ctx, req.NamespacedName, hr); err != nil {
+	if r.runs.active(req.NamespacedName) {
+		// Helm is at work on this release outside the workers; the end of
+		// its run re-queues it.
+		return ctrl.Result{}, nil
+	}
+	hr, err := r.read(ctx, req.NamespacedName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forgetRelease(req.Namespace, req.Name)
 			r.repoWatch.Forget(req.NamespacedName)
+			r.runs.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -127,6 +133,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.reconcileRelease,
 		r.reconcileDrift,
 	)
+}
+
+// read gets the release from the cache, or from the API server when the
+// cached copy may predate what this process last wrote: the failure counters
+// and handled requests in status decide what Helm does next.
+func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*kraanv1.HelmRelease, error) {
+	hr := &kraanv1.HelmRelease{}
+	if err := r.Get(ctx, key, hr); err != nil {
+		return nil, err
+	}
+	if !r.runs.stale(key, hr.ResourceVersion) {
+		return hr, nil
+	}
+	if err := r.APIReader.Get(ctx, key, hr); err != nil {
+		return nil, err
+	}
+	return hr, nil
 }
 
 // reconcileDelete uninstalls the release, then lets the object go. A

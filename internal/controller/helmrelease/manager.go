@@ -55,6 +55,7 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		NoCrossNamespaceRefs:  opts.NoCrossNamespaceRefs,
 		DependencyRequeue:     opts.DependencyRequeueOrDefault(),
 		Metrics:               metrics,
+		runs:                  newRuns(opts.MaxConcurrentReconciles),
 	}
 	if r.Charts == nil {
 		charts, err := newSourceCharts(mgr, opts.ChartArtifactsDir)
@@ -106,6 +107,8 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts kit.ControllerOptio
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsForValuesFrom("Secret")),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		// The end of a Helm run re-queues its release, which records it.
+		WatchesRawSource(crsource.Channel(r.runs.ended, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts.Controller())
 	// A new artifact of a chart's source reconciles the releases built from
 	// it at once, not at their interval.

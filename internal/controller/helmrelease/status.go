@@ -81,6 +81,12 @@ func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Resu
 	if sc.deleted {
 		return res, err
 	}
+	if sc.starting != nil && !sc.ran && err == nil {
+		// Nothing to report yet: the run reports its progress, and the
+		// reconcile its end triggers records the outcome.
+		r.launchStarted(ctx, sc)
+		return ctrl.Result{}, nil
+	}
 	// Errors and Helm's messages may quote values from Secrets: mask them
 	// before anything is written, recorded or logged.
 	err = sc.redactor.Error(err)
@@ -92,7 +98,13 @@ func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Resu
 	}
 	summarize(hr)
 	r.Metrics.setReady(hr.Namespace, hr.Name, isReady(hr))
-	if patchErr := sc.patcher.Patch(ctx, hr); patchErr != nil && err == nil {
+	patchErr := sc.patcher.Patch(ctx, hr)
+	r.runs.wrote(ctrlKey(hr), hr.ResourceVersion)
+	if sc.starting != nil && err == nil {
+		r.launchStarted(ctx, sc)
+		return ctrl.Result{}, patchErr
+	}
+	if patchErr != nil && err == nil {
 		return ctrl.Result{}, patchErr
 	}
 	switch {
@@ -124,6 +136,13 @@ func setOutcomeConditions(sc *releaseScope, res ctrl.Result, err error) {
 	hr := sc.hr
 	conds := &hr.Status.Conditions
 	switch {
+	case err == nil && sc.starting != nil:
+		msg := fmt.Sprintf("Running Helm for chart %s@%s", sc.desired.ChartName(), sc.desired.ChartVersion())
+		if last := lastFailureMessage(sc.run.Steps); last != "" {
+			msg += "; last failure: " + last
+		}
+		apimeta.RemoveStatusCondition(conds, kraanv1.StalledCondition)
+		setCondition(hr, kraanv1.ReconcilingCondition, metav1.ConditionTrue, kraanv1.ReasonProgressing, msg)
 	case err == nil && res.IsZero():
 		apimeta.RemoveStatusCondition(conds, kraanv1.StalledCondition)
 		apimeta.RemoveStatusCondition(conds, kraanv1.ReconcilingCondition)
@@ -148,21 +167,23 @@ func setOutcomeConditions(sc *releaseScope, res ctrl.Result, err error) {
 	}
 }
 
-// recordRun turns what the engine did into status, events and metrics.
-func (r *Reconciler) recordRun(sc *releaseScope) {
-	hr, res := sc.hr, sc.run
+// recordRun turns what the engine did in run into status, events and
+// metrics.
+func (r *Reconciler) recordRun(sc *releaseScope, run *run) {
+	hr, res, desired := sc.hr, run.result, run.desired
 	s := &hr.Status
-	s.LastAttemptedRevision = sc.desired.ChartVersion()
-	s.LastAttemptedRevisionDigest = sc.desired.ChartDigest
-	s.LastAttemptedSourceRevision = sc.sourceRevision
-	s.LastAttemptedValuesChecksum = attemptDigest(sc.desired)
-	s.LastAttemptedConfigDigest = helm.ValuesDigest(sc.desired.Values)
-	s.LastAttemptedGeneration = hr.Generation
-	s.LastHandledReconcileAt = hr.Annotations[requestedAtAnnotation]
+	s.LastAttemptedRevision = desired.ChartVersion()
+	s.LastAttemptedRevisionDigest = desired.ChartDigest
+	s.LastAttemptedSourceRevision = run.sourceRevision
+	s.LastAttemptedValuesChecksum = attemptDigest(desired)
+	s.LastAttemptedConfigDigest = helm.ValuesDigest(desired.Values)
+	s.LastAttemptedGeneration = run.generation
+	s.LastHandledReconcileAt = run.handledReconcileAt
+	s.LastHandledForceAt, s.LastHandledResetAt = run.handledForceAt, run.handledResetAt
 	for _, step := range res.Steps {
 		if step.Action == helm.ActionInstall || step.Action == helm.ActionUpgrade {
 			s.LastAttemptedReleaseAction = string(step.Action)
-			s.ObservedPostRenderersDigest = sc.desired.PostRenderersDigest
+			s.ObservedPostRenderersDigest = desired.PostRenderersDigest
 		}
 	}
 	s.InstallFailures, s.UpgradeFailures = int64(res.Failures.Install), int64(res.Failures.Upgrade)
@@ -171,7 +192,7 @@ func (r *Reconciler) recordRun(sc *releaseScope) {
 	for _, step := range res.Steps {
 		r.recordStep(hr, step)
 	}
-	latest := res.LatestRevision(sc.desired)
+	latest := res.LatestRevision(desired)
 	recordSnapshot(hr, latest)
 	setReleasedCondition(hr, latest, res.Steps)
 	setTestCondition(hr, latest)

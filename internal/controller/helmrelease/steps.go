@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -31,10 +30,13 @@ type releaseScope struct {
 	// target is where the release lives (reconcileTarget).
 	target helm.Target
 
-	// reconcileRelease: what the engine did; ran is false when no run happened.
+	// reconcileRelease: what the engine did; ran is false when no run
+	// ended before this reconcile.
 	run    helm.Result
 	runErr error
 	ran    bool
+	// starting is the run this reconcile starts, launched by finish.
+	starting *run
 
 	// suspended and deleted end the reconcile without a summary of their own.
 	suspended bool
@@ -162,25 +164,31 @@ func (r *Reconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctr
 	return ctrl.Result{}, nil
 }
 
-// reconcileRelease lets the engine bring the release in line with the
-// desired chart and values, reporting progress before each Helm action.
+// reconcileRelease brings the release in line with the desired chart and
+// values. Helm runs outside the workers (see runs): this step records what an
+// ended run did and starts the next one when the release is not in sync.
 func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	hr := sc.hr
-	force := handleRequest(hr, forceAtAnnotation, &hr.Status.LastHandledForceAt)
-	reset := handleRequest(hr, resetAtAnnotation, &hr.Status.LastHandledResetAt)
-	sc.run, sc.runErr = r.Engine.Run(ctx, helm.Request{
-		Target:   sc.target,
-		Desired:  sc.desired,
-		Spec:     &hr.Spec,
-		Failures: r.failuresFor(hr, sc.desired, reset || force),
-		Force:    force,
-		BeforeAction: func(ctx context.Context, action helm.Action) {
-			r.reportProgress(ctx, sc, action)
-		},
-		Redactor: &sc.redactor,
-	})
-	sc.ran = true
-	r.recordRun(sc)
+	key := ctrlKey(hr)
+	if done := r.runs.take(key); done != nil {
+		sc.run, sc.runErr, sc.ran = done.result, done.err, true
+		r.recordRun(sc, done)
+		r.runs.recordFailures(key, done.attempt, done.result.Failures)
+		if done.attempt == attemptOf(hr, sc.desired) {
+			return r.runOutcome(ctx, sc)
+		}
+		// The spec, the chart or the values changed while Helm ran: go on
+		// with the new desired state at once.
+	} else if r.inSync(ctx, sc) {
+		hr.Status.LastHandledReconcileAt = hr.Annotations[requestedAtAnnotation]
+		return ctrl.Result{}, nil
+	}
+	r.startRun(ctx, sc)
+	return ctrl.Result{}, nil
+}
+
+// runOutcome turns how a run ended into the step's result.
+func (r *Reconciler) runOutcome(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	switch {
 	case sc.runErr != nil:
 		return ctrl.Result{}, classifyRunError(sc.runErr)
@@ -189,8 +197,8 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ct
 		// request (all of which trigger a reconcile) tries again.
 		return ctrl.Result{}, kit.Terminal(kraanv1.ReasonRetriesExceeded, errors.New(stalledMessage(sc)))
 	case sc.run.Next != helm.ActionNone:
-		// The engine took its maximum of steps in this pass; go on at once.
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		// The engine took its maximum of steps in that run; go on at once.
+		r.startRun(ctx, sc)
 	}
 	return ctrl.Result{}, nil
 }
@@ -215,6 +223,9 @@ func classifyRunError(err error) error {
 func (r *Reconciler) reconcileDrift(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	hr := sc.hr
 	dd := hr.Spec.DriftDetection
+	if sc.starting != nil {
+		return ctrl.Result{}, nil // checked when the run has ended
+	}
 	latest := sc.run.LatestRevision(sc.desired)
 	if dd == nil || dd.Mode == "" || dd.Mode == kraanv1.DriftDetectionDisabled || latest == nil {
 		apimeta.RemoveStatusCondition(&hr.Status.Conditions, kraanv1.DriftedCondition)

@@ -40,9 +40,19 @@ func NewLockingPatcher(c client.Client, obj client.Object) *Patcher {
 // the object's metadata (a finalizer), so the status patch does not undo it.
 func (p *Patcher) Rebase(obj client.Object) { p.base = obj.DeepCopyObject().(client.Object) }
 
+// Fork returns a patcher with the same base, for a writer that goes on
+// with its own copy of the object.
+func (p *Patcher) Fork() *Patcher {
+	return &Patcher{client: p.client, base: p.base.DeepCopyObject().(client.Object), lock: p.lock}
+}
+
 // Patch writes obj's status. An object deleted meanwhile, or a reconcile
 // cancelled by shutdown, is not an error: there is nothing left to report to.
 func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
+	if data, err := client.MergeFrom(p.base).Data(obj); err == nil && string(data) == "{}" {
+		// Nothing changed: an idle resync writes nothing.
+		return nil
+	}
 	patch := client.MergeFrom(p.base)
 	if p.lock {
 		patch = client.MergeFromWithOptions(p.base, client.MergeFromWithOptimisticLock{})

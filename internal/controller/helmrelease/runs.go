@@ -1,0 +1,265 @@
+package helmrelease
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+)
+
+// runs are the Helm runs going on outside the workers. A worker starts a run
+// and returns at once; the run waits for the cluster on the engine's rollout
+// tracker without holding a worker or a slot, and its end re-queues the
+// release, whose next reconcile records what Helm did. A worker is therefore
+// never blocked on a rollout, and --concurrent bounds only the work done
+// between waits (rendering, applying, writing release records).
+type runs struct {
+	mu     sync.Mutex
+	byKey  map[types.NamespacedName]*run
+	failed map[types.NamespacedName]recordedFailures
+	// written is the resourceVersion of each release as this process last
+	// wrote it: a cached copy that differs may predate the write, and is
+	// read again from the API server.
+	written map[types.NamespacedName]string
+	// slots bounds the runs working (not waiting) at once.
+	slots chan struct{}
+	// ended re-queues a release whose run ended.
+	ended chan event.GenericEvent
+}
+
+// run is one Engine.Run and what it was started for.
+type run struct {
+	key types.NamespacedName
+	// attempt identifies the desired state: generation, chart and values.
+	attempt        string
+	desired        helm.Desired
+	sourceRevision string
+	generation     int64
+	// handled are the reconcile, force and reset requests the run answers.
+	handledReconcileAt, handledForceAt, handledResetAt string
+	request                                            helm.Request
+
+	// set when the run ends
+	finished bool
+	result   helm.Result
+	err      error
+}
+
+// recordedFailures are the failure counters this process last recorded for
+// an attempt: the cache may not show them yet when the next run starts.
+type recordedFailures struct {
+	attempt  string
+	failures helm.Failures
+}
+
+func newRuns(concurrency int) *runs {
+	return &runs{
+		byKey:   map[types.NamespacedName]*run{},
+		failed:  map[types.NamespacedName]recordedFailures{},
+		written: map[types.NamespacedName]string{},
+		slots:   make(chan struct{}, max(concurrency, 1)),
+		ended:   make(chan event.GenericEvent, 1024),
+	}
+}
+
+// active says whether a run of key is going on (not finished).
+func (rs *runs) active(key types.NamespacedName) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.byKey[key]
+	return r != nil && !r.finished
+}
+
+// take returns the finished run of key, once.
+func (rs *runs) take(key types.NamespacedName) *run {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.byKey[key]
+	if r == nil || !r.finished {
+		return nil
+	}
+	delete(rs.byKey, key)
+	return r
+}
+
+// forget drops what is kept about a deleted release.
+func (rs *runs) forget(key types.NamespacedName) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	delete(rs.failed, key)
+	delete(rs.written, key)
+}
+
+// wrote records the resourceVersion of a write of key.
+func (rs *runs) wrote(key types.NamespacedName, resourceVersion string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.written[key] = resourceVersion
+}
+
+// stale says whether a cached copy of key at resourceVersion may predate
+// this process's last write of it.
+func (rs *runs) stale(key types.NamespacedName, resourceVersion string) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	w, ok := rs.written[key]
+	return ok && w != resourceVersion
+}
+
+// recordFailures remembers the counters recorded for attempt.
+func (rs *runs) recordFailures(key types.NamespacedName, attempt string, f helm.Failures) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.failed[key] = recordedFailures{attempt: attempt, failures: f}
+}
+
+// failuresOf are the counters recorded for attempt by this process, if any.
+func (rs *runs) failuresOf(key types.NamespacedName, attempt string) (helm.Failures, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	f, ok := rs.failed[key]
+	return f.failures, ok && f.attempt == attempt
+}
+
+// progressDelay is how long an action runs before its progress is written
+// on the object: a quick action is reported once, when it ends, which saves
+// a status write per release; a long one shows what it does while it runs.
+const progressDelay = 2 * time.Second
+
+// launch runs r in a goroutine of its own. progress is where the run reports
+// the action it is in; the end of the run re-queues the release.
+func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progress *progressReporter) {
+	rs.mu.Lock()
+	rs.byKey[r.key] = r
+	rs.mu.Unlock()
+	req := r.request
+	req.BeforeAction = func(ctx context.Context, action helm.Action) { progress.report(ctx, action) }
+	req.Pause = func() func() {
+		<-rs.slots
+		return func() { rs.slots <- struct{}{} }
+	}
+	go func() {
+		rs.slots <- struct{}{}
+		result, err := runRecovering(ctx, engine, req)
+		<-rs.slots
+		progress.stop()
+		rs.mu.Lock()
+		r.finished, r.result, r.err = true, result, err
+		rs.mu.Unlock()
+		obj := &kraanv1.HelmRelease{}
+		obj.Namespace, obj.Name = r.key.Namespace, r.key.Name
+		rs.ended <- event.GenericEvent{Object: obj}
+	}()
+}
+
+// runRecovering is engine.Run with a panic turned into the run's error, as
+// controller-runtime does for a reconcile: one release's bug must not take
+// the operator and every other release's run down.
+func runRecovering(ctx context.Context, engine *helm.Engine, req helm.Request) (result helm.Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the Helm run panicked: %v", p)
+			ctrl.LoggerFrom(ctx).Error(err, "Helm run panicked", "stack", string(debug.Stack()))
+		}
+	}()
+	return engine.Run(ctx, req)
+}
+
+// progressReporter writes the action a run is in on the release, once it
+// has run for progressDelay. It works on a copy of the release of its own:
+// the worker that started the run has moved on.
+type progressReporter struct {
+	mu      sync.Mutex
+	sc      *releaseScope
+	r       *Reconciler
+	timer   *time.Timer
+	stopped bool
+}
+
+func (p *progressReporter) report(ctx context.Context, action helm.Action) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.timer = time.AfterFunc(progressDelay, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.stopped {
+			return
+		}
+		p.r.reportProgress(ctx, p.sc, action)
+		p.r.runs.wrote(ctrlKey(p.sc.hr), p.sc.hr.ResourceVersion)
+	})
+}
+
+func (p *progressReporter) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped = true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+}
+
+func ctrlKey(hr *kraanv1.HelmRelease) types.NamespacedName {
+	return types.NamespacedName{Namespace: hr.Namespace, Name: hr.Name}
+}
+
+// startRun prepares the run of the release's desired state; finish launches
+// it once the reconcile's own writes are done.
+func (r *Reconciler) startRun(ctx context.Context, sc *releaseScope) {
+	hr := sc.hr
+	key := ctrlKey(hr)
+	run := &run{key: key, attempt: attemptOf(hr, sc.desired), desired: sc.desired, sourceRevision: sc.sourceRevision,
+		generation: hr.Generation, handledReconcileAt: hr.Annotations[requestedAtAnnotation]}
+	force := handleRequest(hr, forceAtAnnotation, &hr.Status.LastHandledForceAt)
+	reset := handleRequest(hr, resetAtAnnotation, &hr.Status.LastHandledResetAt)
+	run.handledForceAt, run.handledResetAt = hr.Status.LastHandledForceAt, hr.Status.LastHandledResetAt
+	failures := r.failuresFor(hr, sc.desired, reset || force)
+	if !reset && !force {
+		if f, ok := r.runs.failuresOf(key, run.attempt); ok {
+			failures = f
+		}
+	}
+	redactor := sc.redactor
+	latest, _, known := r.cachedRecords(ctx, sc.target)
+	run.request = helm.Request{
+		StorageEmpty: known && latest == nil,
+		Target:       sc.target,
+		Desired:      sc.desired,
+		Spec:         hr.Spec.DeepCopy(),
+		Failures:     failures,
+		Force:        force,
+		Redactor:     &redactor,
+	}
+	sc.starting = run
+	ctrl.LoggerFrom(ctx).V(1).Info("Starting a Helm run", "attempt", run.attempt)
+}
+
+// launchStarted launches the run a reconcile prepared, after its writes:
+// the run's progress reports patch from what the reconcile left.
+func (r *Reconciler) launchStarted(ctx context.Context, sc *releaseScope) {
+	run := sc.starting
+	progress := &progressReporter{r: r, sc: &releaseScope{
+		hr: sc.hr.DeepCopy(), patcher: sc.patcher.Fork(), desired: sc.desired, target: sc.target, redactor: sc.redactor,
+	}}
+	// The run outlives the reconcile: its context is the logger's only.
+	runCtx := ctrl.LoggerInto(context.Background(), ctrl.LoggerFrom(ctx))
+	r.runs.launch(runCtx, r.Engine, run, progress)
+}
+
+// attemptOf identifies what a run is for: the generation and the desired
+// chart and values.
+func attemptOf(hr *kraanv1.HelmRelease, desired helm.Desired) string {
+	return strconv.FormatInt(hr.Generation, 10) + "/" + attemptDigest(desired)
+}

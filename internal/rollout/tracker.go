@@ -1,0 +1,396 @@
+// Package rollout waits for objects to become ready the way a controller
+// does: from watch events, judged by kstatus, with one shared informer per
+// kind however many waits are in flight. It replaces Helm's wait, which polls
+// every object of a release every 2 seconds from the goroutine that runs the
+// action.
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ManagedByLabel and ManagedByHelm: Helm labels every object it creates,
+// updates or rolls back with them, so the informers list only Helm's objects,
+// not every Deployment of the cluster.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByHelm  = "Helm"
+)
+
+// Object is one object a wait is for.
+type Object struct {
+	Resource  schema.GroupVersionResource
+	Kind      string
+	Namespace string
+	Name      string
+	// Generation is the generation the object was written at; an informer
+	// copy older than that is not judged (it may say Current for the spec
+	// before the change). 0 accepts any.
+	Generation int64
+}
+
+func (o Object) key() string {
+	if o.Namespace == "" {
+		return o.Name
+	}
+	return o.Namespace + "/" + o.Name
+}
+
+func (o Object) String() string { return o.Kind + " " + o.key() }
+
+// Options change how a wait judges objects.
+type Options struct {
+	// FailFast ends the wait with an error as soon as an object is Failed
+	// (a Job out of retries), as Helm's wait for jobs does; otherwise only
+	// the timeout ends a wait that is not ready.
+	FailFast bool
+}
+
+// pollInterval is how often an object the informers cannot see (its
+// managed-by label was removed) is read directly: Helm's own interval.
+const pollInterval = 2 * time.Second
+
+// defaultIdle is how long an informer is kept after its last wait ended:
+// waits come in waves, and a wave should not restart the watch per release.
+const defaultIdle = 2 * time.Minute
+
+// Tracker waits for objects of one cluster. It is safe for concurrent use.
+type Tracker struct {
+	client dynamic.Interface
+	idle   time.Duration
+
+	mu    sync.Mutex
+	kinds map[schema.GroupVersionResource]*kind
+}
+
+// kind is the informer of one resource and the waits that listen to it.
+type kind struct {
+	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
+	waiters  map[string]map[*waiter]struct{}
+	users    int
+	idle     *time.Timer
+}
+
+// waiter is one Wait call, woken when an object it waits for changes.
+type waiter struct {
+	wake chan struct{}
+}
+
+func (w *waiter) notify() {
+	select {
+	case w.wake <- struct{}{}:
+	default: // already woken; the waiter reads every object again anyway
+	}
+}
+
+// NewTracker returns a tracker of the cluster client talks to.
+func NewTracker(client dynamic.Interface) *Tracker {
+	return &Tracker{client: client, idle: defaultIdle, kinds: map[schema.GroupVersionResource]*kind{}}
+}
+
+// pending is an object not yet ready, and why.
+type pending struct {
+	Object
+	// polled objects are read directly: the informer does not list them.
+	polled bool
+	// checked says the object was looked for outside the informer once.
+	checked bool
+	why     string
+}
+
+// Wait blocks until every object is ready by kstatus (Current), timeout has
+// passed (an error naming each object not ready and why), or ctx ends.
+func (t *Tracker) Wait(ctx context.Context, objs []Object, timeout time.Duration, opts Options) error {
+	if len(objs) == 0 {
+		return nil
+	}
+	w := &waiter{wake: make(chan struct{}, 1)}
+	kinds, err := t.listen(ctx, w, objs)
+	defer t.unlisten(w, objs)
+	if err != nil {
+		return err
+	}
+	deadline := time.NewTimer(max(timeout, 0))
+	defer deadline.Stop()
+	poll := time.NewTicker(pollInterval)
+	defer poll.Stop()
+	todo := make([]*pending, 0, len(objs))
+	for _, o := range objs {
+		todo = append(todo, &pending{Object: o})
+	}
+	for {
+		todo, err = t.judge(ctx, kinds, todo, opts)
+		if err != nil || len(todo) == 0 {
+			return err
+		}
+		select {
+		case <-w.wake:
+		case <-poll.C:
+			if !anyPolled(todo) {
+				continue
+			}
+		case <-deadline.C:
+			// One last look: an event may have come with the deadline.
+			if todo, err = t.judge(ctx, kinds, todo, opts); err != nil || len(todo) == 0 {
+				return err
+			}
+			return &TimeoutError{Timeout: timeout, NotReady: describe(todo)}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func anyPolled(todo []*pending) bool {
+	for _, p := range todo {
+		if p.polled {
+			return true
+		}
+	}
+	return false
+}
+
+// TimeoutError is a wait that ended at its timeout.
+type TimeoutError struct {
+	Timeout  time.Duration
+	NotReady []string
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("timed out after %s waiting for the condition: %s", e.Timeout, strings.Join(e.NotReady, "; "))
+}
+
+func describe(todo []*pending) []string {
+	out := make([]string, 0, len(todo))
+	for _, p := range todo {
+		out = append(out, p.String()+": "+p.why)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// judge returns the objects still not ready; an error for a failed object
+// when opts.FailFast.
+func (t *Tracker) judge(ctx context.Context, kinds map[schema.GroupVersionResource]*kind, todo []*pending, opts Options) ([]*pending, error) {
+	left := todo[:0]
+	for _, p := range todo {
+		u, err := t.current(ctx, kinds[p.Resource], p)
+		if err != nil {
+			return nil, err
+		}
+		if u == nil {
+			left = append(left, p)
+			continue
+		}
+		if p.Generation > 0 && u.GetGeneration() < p.Generation {
+			p.why = fmt.Sprintf("generation %d not yet seen", p.Generation)
+			left = append(left, p)
+			continue
+		}
+		res, err := kstatus.Compute(u)
+		if err != nil {
+			p.why = err.Error()
+			left = append(left, p)
+			continue
+		}
+		switch {
+		case res.Status == kstatus.CurrentStatus:
+			continue
+		case res.Status == kstatus.FailedStatus && opts.FailFast:
+			return nil, fmt.Errorf("%s failed: %s", p.Object, res.Message)
+		}
+		p.why = strings.TrimSpace(res.Status.String() + ": " + res.Message)
+		left = append(left, p)
+	}
+	return left, nil
+}
+
+// current is the object as the informer has it, or as read directly when
+// the informer cannot list it; nil when it is not there (yet).
+func (t *Tracker) current(ctx context.Context, k *kind, p *pending) (*unstructured.Unstructured, error) {
+	if !p.polled {
+		obj, exists, err := k.informer.GetStore().GetByKey(p.key())
+		if err != nil {
+			return nil, err
+		}
+		if exists {
+			return obj.(*unstructured.Unstructured), nil
+		}
+		if p.checked {
+			p.why = "not found"
+			return nil, nil
+		}
+	}
+	// Not in the informer: just created (its event is on the way), or
+	// without Helm's label (someone removed it). One read tells which.
+	p.checked = true
+	u, err := t.client.Resource(p.Resource).Namespace(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		p.why = "not found"
+		return nil, nil
+	case err != nil:
+		p.why = err.Error()
+		return nil, nil //nolint:nilerr // an unreachable API server is waited out like a not-ready object
+	}
+	p.polled = u.GetLabels()[ManagedByLabel] != ManagedByHelm
+	return u, nil
+}
+
+// listen registers w for the objects' changes, starting the informers it
+// needs and waiting for them to sync.
+func (t *Tracker) listen(ctx context.Context, w *waiter, objs []Object) (map[schema.GroupVersionResource]*kind, error) {
+	kinds := map[schema.GroupVersionResource]*kind{}
+	t.mu.Lock()
+	for _, o := range objs {
+		k := t.kinds[o.Resource]
+		if k == nil {
+			k = t.start(o.Resource)
+			t.kinds[o.Resource] = k
+		}
+		if _, seen := kinds[o.Resource]; !seen {
+			k.users++
+			if k.idle != nil {
+				k.idle.Stop()
+				k.idle = nil
+			}
+		}
+		kinds[o.Resource] = k
+		if k.waiters[o.key()] == nil {
+			k.waiters[o.key()] = map[*waiter]struct{}{}
+		}
+		k.waiters[o.key()][w] = struct{}{}
+	}
+	t.mu.Unlock()
+	for gvr, k := range kinds {
+		if !cache.WaitForCacheSync(ctx.Done(), k.informer.HasSynced) {
+			return kinds, fmt.Errorf("watching %s: %w", gvr.Resource, errors.Join(ctx.Err(), errors.New("the informer did not sync")))
+		}
+	}
+	return kinds, nil
+}
+
+// unlisten undoes listen; an informer nobody waits on stops after t.idle.
+func (t *Tracker) unlisten(w *waiter, objs []Object) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	done := map[schema.GroupVersionResource]bool{}
+	for _, o := range objs {
+		k := t.kinds[o.Resource]
+		if k == nil {
+			continue
+		}
+		delete(k.waiters[o.key()], w)
+		if len(k.waiters[o.key()]) == 0 {
+			delete(k.waiters, o.key())
+		}
+		if done[o.Resource] {
+			continue
+		}
+		done[o.Resource] = true
+		k.users--
+		if k.users == 0 {
+			gvr := o.Resource
+			k.idle = time.AfterFunc(t.idle, func() { t.stopIdle(gvr, k) })
+		}
+	}
+}
+
+func (t *Tracker) stopIdle(gvr schema.GroupVersionResource, k *kind) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if k.users > 0 || t.kinds[gvr] != k {
+		return
+	}
+	k.stop()
+	delete(t.kinds, gvr)
+}
+
+// Informers says how many informers run: a test's window on idle stopping.
+func (t *Tracker) Informers() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.kinds)
+}
+
+// start runs an informer of gvr over Helm's objects; t.mu is held.
+func (t *Tracker) start(gvr schema.GroupVersionResource) *kind {
+	informer := dynamicinformer.NewFilteredDynamicInformer(t.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = ManagedByLabel + "=" + ManagedByHelm }).Informer()
+	_ = informer.SetTransform(slim)
+	k := &kind{informer: informer, waiters: map[string]map[*waiter]struct{}{}}
+	notify := func(obj any) {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for w := range k.waiters[key] {
+			w.notify()
+		}
+	}
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, obj any) { notify(obj) },
+		DeleteFunc: notify,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	k.stop = cancel
+	go informer.RunWithContext(ctx)
+	return k
+}
+
+// slim keeps of an object what kstatus reads: its identity and generation,
+// the scalar fields of its spec (replicas, type, clusterIP…) and its update
+// strategy, and its status. Pod templates, selectors and schemas, the bulk of
+// a workload or a CRD, are dropped: thousands of them are cached at once.
+func slim(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	meta := map[string]any{"name": u.GetName(), "resourceVersion": u.GetResourceVersion(), "generation": u.GetGeneration(),
+		"uid": string(u.GetUID())}
+	if ns := u.GetNamespace(); ns != "" {
+		meta["namespace"] = ns
+	}
+	if ts := u.GetDeletionTimestamp(); ts != nil {
+		meta["deletionTimestamp"] = ts.UTC().Format(time.RFC3339)
+	}
+	out := map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta}
+	if spec, ok := u.Object["spec"].(map[string]any); ok {
+		kept := map[string]any{}
+		for k, v := range spec {
+			switch v.(type) {
+			case map[string]any, []any:
+				if k == "updateStrategy" {
+					kept[k] = v
+				}
+			default:
+				kept[k] = v
+			}
+		}
+		out["spec"] = kept
+	}
+	if status, ok := u.Object["status"]; ok {
+		out["status"] = status
+	}
+	return &unstructured.Unstructured{Object: out}, nil
+}
