@@ -1,0 +1,139 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Colours of the systems, the same in both panels.
+var (
+	rawColour      = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+	operatorColour = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	sdkColour      = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	hwmColour      = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
+)
+
+// Plot renders two panels side by side into an SVG file at path: the time
+// to all-Ready against the number of releases (raw limit, operator,
+// sequential Helm SDK floor, whose extrapolated points are drawn hollow and
+// named so in the legend) and the operator's RSS against the number of
+// releases (peak and when all were Ready).
+func Plot(r Results, path string) error {
+	sizes := append([]Size(nil), r.Sizes...)
+	sort.Slice(sizes, func(i, j int) bool { return sizes[i].Releases < sizes[j].Releases })
+	timePlot, err := timePanel(sizes)
+	if err != nil {
+		return err
+	}
+	rssPlot, err := rssPanel(sizes)
+	if err != nil {
+		return err
+	}
+	img := vgsvg.New(11*vg.Inch, 4.5*vg.Inch)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 3, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8,
+		PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	canvases := plot.Align([][]*plot.Plot{{timePlot, rssPlot}}, tiles, draw.New(img))
+	timePlot.Draw(canvases[0][0])
+	rssPlot.Draw(canvases[0][1])
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := img.WriteTo(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func timePanel(sizes []Size) (*plot.Plot, error) {
+	p := newPanel("Time to all Ready", "seconds")
+	var raw, op, sdk, sdkExtra plotter.XYs
+	for _, s := range sizes {
+		x := float64(s.Releases)
+		raw = append(raw, plotter.XY{X: x, Y: s.Raw.Seconds})
+		op = append(op, plotter.XY{X: x, Y: s.Operator.Seconds})
+		sdk = append(sdk, plotter.XY{X: x, Y: s.SDK.Seconds})
+		if s.SDK.Extrapolated {
+			sdkExtra = append(sdkExtra, plotter.XY{X: x, Y: s.SDK.Seconds})
+		}
+	}
+	if err := addSeries(p, "raw limit (server-side apply, 4 appliers)", raw, rawColour, false); err != nil {
+		return nil, err
+	}
+	if err := addSeries(p, "kraan-operator", op, operatorColour, false); err != nil {
+		return nil, err
+	}
+	if err := addSeries(p, "sequential Helm SDK (floor)", sdk, sdkColour, true); err != nil {
+		return nil, err
+	}
+	if len(sdkExtra) > 0 {
+		hollow, err := plotter.NewScatter(sdkExtra)
+		if err != nil {
+			return nil, err
+		}
+		hollow.Shape = draw.CircleGlyph{}
+		hollow.Color = sdkColour
+		hollow.Radius = vg.Points(6)
+		p.Add(hollow)
+		p.Legend.Add("sequential Helm SDK: extrapolated", hollow)
+	}
+	return p, nil
+}
+
+func rssPanel(sizes []Size) (*plot.Plot, error) {
+	p := newPanel("Operator memory", "MiB")
+	var peak, ready plotter.XYs
+	for _, s := range sizes {
+		x := float64(s.Releases)
+		peak = append(peak, plotter.XY{X: x, Y: s.Operator.PeakRSSMiB})
+		ready = append(ready, plotter.XY{X: x, Y: s.Operator.ReadyRSSMiB})
+	}
+	if err := addSeries(p, "peak RSS (VmHWM)", peak, hwmColour, false); err != nil {
+		return nil, err
+	}
+	if err := addSeries(p, "RSS when all Ready (VmRSS)", ready, operatorColour, false); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func newPanel(title, unit string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "HelmReleases"
+	p.Y.Label.Text = unit
+	p.X.Min, p.Y.Min = 0, 0
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// addSeries adds a line with points; dashed lines mark floors.
+func addSeries(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed bool) error {
+	line, points, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	line.Color, points.Color = c, c
+	line.Width = vg.Points(1.5)
+	if dashed {
+		line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	}
+	points.Shape = draw.CircleGlyph{}
+	p.Add(line, points)
+	p.Legend.Add(name, line, points)
+	return nil
+}
