@@ -69,7 +69,7 @@ func BenchmarkSideBySide(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	results := report.Results{Machine: machine(root)}
+	results := report.Results{Machine: machine(ctx, root)}
 	progressf("building the operator")
 	bin, err := suite.BuildOperator(ctx, b.TempDir())
 	if err != nil {
@@ -207,7 +207,7 @@ func measureLayerSize(ctx context.Context, b *testing.B, dir, bin string) report
 }
 
 // machine describes this host for the results.
-func machine(root string) report.Machine {
+func machine(ctx context.Context, root string) report.Machine {
 	m := report.Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Date: time.Now().Format(time.RFC3339)}
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for line := range strings.SplitSeq(string(data), "\n") {
@@ -217,10 +217,10 @@ func machine(root string) report.Machine {
 			}
 		}
 	}
-	if out, err := exec.Command("uname", "-sr").Output(); err == nil {
+	if out, err := exec.CommandContext(ctx, "uname", "-sr").Output(); err == nil {
 		m.Kernel = strings.TrimSpace(string(out))
 	}
-	git := exec.Command("git", "rev-parse", "HEAD")
+	git := exec.CommandContext(ctx, "git", "rev-parse", "HEAD")
 	git.Dir = root
 	if out, err := git.Output(); err == nil {
 		m.Commit = strings.TrimSpace(string(out))

@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Colours of the systems, the same in both panels.
@@ -22,9 +22,10 @@ var (
 	hwmColour      = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
 )
 
-// Plot renders two panels side by side into an SVG file at path: the time
+// Plot renders two panels side by side into the file at path, in the
+// format its extension names (svg; png for a quick look): the time
 // to all-Ready against the number of releases (raw limit, operator,
-// sequential Helm SDK floor, whose extrapolated points are drawn hollow and
+// sequential Helm SDK floor, whose extrapolated points are ringed and
 // named so in the legend) and the operator's RSS against the number of
 // releases (peak and when all were Ready).
 func Plot(r Results, path string) error {
@@ -38,7 +39,17 @@ func Plot(r Results, path string) error {
 	if err != nil {
 		return err
 	}
-	img := vgsvg.New(11*vg.Inch, 4.5*vg.Inch)
+	for _, p := range []*plot.Plot{timePlot, rssPlot} {
+		// Room around the points, so that none sits on the frame.
+		p.X.Max *= 1.05
+		p.Y.Max *= 1.1
+	}
+	logTime(timePlot, sizes)
+	format := strings.TrimPrefix(filepath.Ext(path), ".")
+	img, err := draw.NewFormattedCanvas(11*vg.Inch, 4.5*vg.Inch, format)
+	if err != nil {
+		return err
+	}
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 3, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8,
 		PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
 	canvases := plot.Align([][]*plot.Plot{{timePlot, rssPlot}}, tiles, draw.New(img))
@@ -60,7 +71,8 @@ func Plot(r Results, path string) error {
 
 func timePanel(sizes []Size) (*plot.Plot, error) {
 	p := newPanel("Time to all Ready", "seconds")
-	var raw, op, sdk, sdkExtra plotter.XYs
+	raw, op, sdk := make(plotter.XYs, 0, len(sizes)), make(plotter.XYs, 0, len(sizes)), make(plotter.XYs, 0, len(sizes))
+	var sdkExtra plotter.XYs
 	for _, s := range sizes {
 		x := float64(s.Releases)
 		raw = append(raw, plotter.XY{X: x, Y: s.Raw.Seconds})
@@ -84,7 +96,7 @@ func timePanel(sizes []Size) (*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		hollow.Shape = draw.CircleGlyph{}
+		hollow.Shape = draw.RingGlyph{}
 		hollow.Color = sdkColour
 		hollow.Radius = vg.Points(6)
 		p.Add(hollow)
@@ -93,9 +105,28 @@ func timePanel(sizes []Size) (*plot.Plot, error) {
 	return p, nil
 }
 
+// logTime puts the time axis on a log scale: the sequential floor is an
+// order of magnitude above the others, which a linear axis would squash
+// together. Times of 0 (a failed run) keep it linear.
+func logTime(p *plot.Plot, sizes []Size) {
+	least := p.Y.Max
+	for _, s := range sizes {
+		for _, v := range []float64{s.Raw.Seconds, s.Operator.Seconds, s.SDK.Seconds} {
+			if v <= 0 {
+				return
+			}
+			least = min(least, v)
+		}
+	}
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Min, p.Y.Max = least/1.5, p.Y.Max*1.5
+	p.Title.Text += " (log scale)"
+}
+
 func rssPanel(sizes []Size) (*plot.Plot, error) {
 	p := newPanel("Operator memory", "MiB")
-	var peak, ready plotter.XYs
+	peak, ready := make(plotter.XYs, 0, len(sizes)), make(plotter.XYs, 0, len(sizes))
 	for _, s := range sizes {
 		x := float64(s.Releases)
 		peak = append(peak, plotter.XY{X: x, Y: s.Operator.PeakRSSMiB})
@@ -117,6 +148,7 @@ func newPanel(title, unit string) *plot.Plot {
 	p.Y.Label.Text = unit
 	p.X.Min, p.Y.Min = 0, 0
 	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(8)
 	p.Add(plotter.NewGrid())
 	return p
 }
