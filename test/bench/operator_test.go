@@ -241,9 +241,11 @@ func (r *operatorRun) coldStart(ctx context.Context) error {
 		return err
 	}
 	requests := r.proxy.counts.snapshot()
-	if r.op, err = startOperator(ctx, r.bin, r.kubecfg, r.dir, "operator-2"); err != nil {
+	op, err := startOperator(ctx, r.bin, r.kubecfg, r.dir, "operator-2")
+	if err != nil {
 		return err
 	}
+	r.op = op // the killed one needs no stopping
 	cs := &r.res.ColdStart
 	cs.ReadyzSeconds = r.op.readyz.Sub(r.op.started).Seconds()
 	ctx, cancel := context.WithTimeout(ctx, phaseTimeout)
