@@ -147,14 +147,13 @@ func deployLayers(ctx context.Context, c client.WithWatch, res *report.Layers) e
 	releasesCtx, stopReleases := context.WithCancel(ctx)
 	defer stopReleases()
 	go func() {
-		_, _ = watchUntil(releasesCtx, c, &kraanv1.HelmReleaseList{}, &kraanv1.HelmRelease{}, "",
-			func(t watch.EventType, o client.Object) { times.recordRelease(t, o) }, func(objects) bool { return false })
+		_, _ = watchCount(releasesCtx, c, &kraanv1.HelmReleaseList{}, &kraanv1.HelmRelease{}, "",
+			times.recordRelease, func(client.Object) bool { return false }, -1) // records until cancelled
 	}()
 	result := make(chan watchResult, 1)
 	go func() {
-		at, err := watchUntil(ctx, c, &kraanv1.AddonsLayerList{}, &kraanv1.AddonsLayer{}, "",
-			func(_ watch.EventType, o client.Object) { times.recordLayer(o) },
-			func(objects) bool { return times.allDeployed() })
+		at, err := watchCount(ctx, c, &kraanv1.AddonsLayerList{}, &kraanv1.AddonsLayer{}, "",
+			times.recordLayer, isDeployed, layerCount)
 		result <- watchResult{at, err}
 	}()
 	start := time.Now()
@@ -192,23 +191,22 @@ func (t *layerTimes) recordRelease(typ watch.EventType, o client.Object) {
 	}
 }
 
-func (t *layerTimes) recordLayer(o client.Object) {
-	l, ok := o.(*kraanv1.AddonsLayer)
-	if !ok || l.Status.State != kraanv1.DeployedState || l.Status.Version != layerVersion ||
-		l.Status.ObservedGeneration != l.Generation {
+func (t *layerTimes) recordLayer(_ watch.EventType, o client.Object) {
+	if !isDeployed(o) {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.deployed[l.Name]; !ok {
-		t.deployed[l.Name] = time.Now()
+	if _, ok := t.deployed[o.GetName()]; !ok {
+		t.deployed[o.GetName()] = time.Now()
 	}
 }
 
-func (t *layerTimes) allDeployed() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.deployed) == layerCount
+// isDeployed: the layer is Deployed at layerVersion and its generation.
+func isDeployed(o client.Object) bool {
+	l, ok := o.(*kraanv1.AddonsLayer)
+	return ok && l.Status.State == kraanv1.DeployedState && l.Status.Version == layerVersion &&
+		l.Status.ObservedGeneration == l.Generation
 }
 
 // benchLayer is the AddonsLayer k, depending on the one before it.

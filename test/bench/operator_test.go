@@ -100,7 +100,7 @@ func (r *operatorRun) install(ctx context.Context) error {
 		return err
 	}
 	requests := r.proxy.counts.snapshot()
-	at, start, err := r.whileWatching(ctx, allReady, func(ctx context.Context) error {
+	at, start, err := r.whileWatching(ctx, isReady, func(ctx context.Context) error {
 		return parallel(r.n, creators, func(i int) error {
 			return r.c.Create(ctx, &kraanv1.HelmRelease{
 				ObjectMeta: metav1.ObjectMeta{Name: releaseName(i), Namespace: operatorNamespace},
@@ -125,15 +125,14 @@ func (r *operatorRun) install(ctx context.Context) error {
 }
 
 // whileWatching runs act while watching the operator's HelmReleases, and
-// returns when act started and when done first held.
-func (r *operatorRun) whileWatching(ctx context.Context, done func(objects) bool,
+// returns when act started and when done first held for all n of them.
+func (r *operatorRun) whileWatching(ctx context.Context, done func(client.Object) bool,
 	act func(context.Context) error) (at, start time.Time, err error) {
 	ctx, cancel := context.WithTimeout(ctx, phaseTimeout)
 	defer cancel()
 	result := make(chan watchResult, 1)
 	go func() {
-		at, err := watchUntil(ctx, r.c, &kraanv1.HelmReleaseList{}, &kraanv1.HelmRelease{}, operatorNamespace, nil,
-			func(seen objects) bool { return len(seen) == r.n && done(seen) })
+		at, err := watchCount(ctx, r.c, &kraanv1.HelmReleaseList{}, &kraanv1.HelmRelease{}, operatorNamespace, nil, done, r.n)
 		result <- watchResult{at, err}
 	}()
 	start = time.Now()
@@ -144,14 +143,9 @@ func (r *operatorRun) whileWatching(ctx context.Context, done func(objects) bool
 	return res.at, start, res.err
 }
 
-func allReady(seen objects) bool {
-	for _, o := range seen {
-		hr, ok := o.(*kraanv1.HelmRelease)
-		if !ok || !apimeta.IsStatusConditionTrue(hr.Status.Conditions, kraanv1.ReadyCondition) {
-			return false
-		}
-	}
-	return true
+func isReady(o client.Object) bool {
+	hr, ok := o.(*kraanv1.HelmRelease)
+	return ok && apimeta.IsStatusConditionTrue(hr.Status.Conditions, kraanv1.ReadyCondition)
 }
 
 // idle measures the process's CPU time over idleWindow right after all
@@ -187,13 +181,9 @@ func (r *operatorRun) resync(ctx context.Context) error {
 	}
 	requests := r.proxy.counts.snapshot()
 	token := strconv.FormatInt(time.Now().UnixNano(), 10)
-	handled := func(seen objects) bool {
-		for _, o := range seen {
-			if hr, ok := o.(*kraanv1.HelmRelease); !ok || hr.Status.LastHandledReconcileAt != token {
-				return false
-			}
-		}
-		return true
+	handled := func(o client.Object) bool {
+		hr, ok := o.(*kraanv1.HelmRelease)
+		return ok && hr.Status.LastHandledReconcileAt == token
 	}
 	at, start, err := r.whileWatching(ctx, handled, func(ctx context.Context) error {
 		return parallel(r.n, creators, func(i int) error {

@@ -99,8 +99,7 @@ func applyRaw(ctx context.Context, c client.WithWatch, namespace string, release
 	}
 	available := make(chan watchResult, 1)
 	go func() {
-		at, err := watchUntil(ctx, c, &appsv1.DeploymentList{}, &appsv1.Deployment{}, namespace, nil,
-			func(seen objects) bool { return countCurrent(seen) == deployments })
+		at, err := watchCount(ctx, c, &appsv1.DeploymentList{}, &appsv1.Deployment{}, namespace, nil, isCurrent, deployments)
 		available <- watchResult{at, err}
 	}()
 	start := time.Now()
@@ -133,22 +132,17 @@ func applyParallel(ctx context.Context, c client.Client, releases [][]*unstructu
 	})
 }
 
-// countCurrent counts the Deployments kstatus calls Current: observed at
-// their generation, every replica updated, ready and available — what
-// Helm's wait and the operator wait for, and stricter than the Available
+// isCurrent reports whether kstatus calls a Deployment Current: observed at
+// its generation, every replica updated, ready and available — what Helm's
+// wait and the operator wait for, and stricter than the Available
 // condition, which a one-replica Deployment has before its pod runs.
-func countCurrent(seen objects) int {
-	n := 0
-	for _, o := range seen {
-		data, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: data}
-		u.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
-		if res, err := status.Compute(u); err == nil && res.Status == status.CurrentStatus {
-			n++
-		}
+func isCurrent(o client.Object) bool {
+	data, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return false
 	}
-	return n
+	u := &unstructured.Unstructured{Object: data}
+	u.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	res, err := status.Compute(u)
+	return err == nil && res.Status == status.CurrentStatus
 }

@@ -12,15 +12,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// objects are the objects a watch has seen, by namespace/name.
-type objects map[string]client.Object
-
-// watchUntil lists and watches the objects of list's kind (item is one of them) in namespace ns
-// ("" for all) and returns the moment done first holds over all of them,
-// as seen from watch events: no polling interval adds to what is measured.
-// onEvent, when not nil, sees every event first, at the time it arrives.
-func watchUntil(ctx context.Context, c client.WithWatch, list client.ObjectList, item client.Object, ns string,
-	onEvent func(watch.EventType, client.Object), done func(objects) bool) (time.Time, error) {
+// watchCount lists and watches the objects of list's kind (item is one of
+// them) in namespace ns ("" for all) and returns the moment want of them
+// first satisfy ok, as seen from watch events: no polling interval adds to
+// what is measured. ok is evaluated once per event, for the object of the
+// event only, so that watching thousands of objects stays cheap beside what
+// it measures. onEvent, when not nil, sees every event first, as it arrives.
+func watchCount(ctx context.Context, c client.WithWatch, list client.ObjectList, item client.Object, ns string,
+	onEvent func(watch.EventType, client.Object), ok func(client.Object) bool, want int) (time.Time, error) {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			l, _ := list.DeepCopyObject().(client.ObjectList)
@@ -31,10 +30,16 @@ func watchUntil(ctx context.Context, c client.WithWatch, list client.ObjectList,
 			return c.Watch(ctx, l, &client.ListOptions{Namespace: ns, Raw: &o})
 		},
 	}
-	seen := objects{}
+	satisfied := map[string]bool{}
 	var at time.Time
-	holds := func() bool {
-		if done(seen) {
+	set := func(obj client.Object, v bool) bool {
+		key := client.ObjectKeyFromObject(obj).String()
+		if v {
+			satisfied[key] = true
+		} else {
+			delete(satisfied, key)
+		}
+		if len(satisfied) == want {
 			at = time.Now()
 			return true
 		}
@@ -42,25 +47,24 @@ func watchUntil(ctx context.Context, c client.WithWatch, list client.ObjectList,
 	}
 	_, err := toolswatch.UntilWithSync(ctx, lw, item, func(store cache.Store) (bool, error) {
 		for _, o := range store.List() {
-			if obj, ok := o.(client.Object); ok {
-				seen[client.ObjectKeyFromObject(obj).String()] = obj
+			if obj, isObj := o.(client.Object); isObj && ok(obj) {
+				satisfied[client.ObjectKeyFromObject(obj).String()] = true
 			}
 		}
-		return holds(), nil
+		if len(satisfied) == want {
+			at = time.Now()
+			return true, nil
+		}
+		return false, nil
 	}, func(ev watch.Event) (bool, error) {
-		obj, ok := ev.Object.(client.Object)
-		if !ok {
+		obj, isObj := ev.Object.(client.Object)
+		if !isObj {
 			return false, nil
 		}
 		if onEvent != nil {
 			onEvent(ev.Type, obj)
 		}
-		if ev.Type == watch.Deleted {
-			delete(seen, client.ObjectKeyFromObject(obj).String())
-		} else {
-			seen[client.ObjectKeyFromObject(obj).String()] = obj
-		}
-		return holds(), nil
+		return set(obj, ev.Type != watch.Deleted && ok(obj)), nil
 	})
 	return at, err
 }
