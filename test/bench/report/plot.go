@@ -3,9 +3,11 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -119,7 +121,7 @@ func logTime(p *plot.Plot, sizes []Size) {
 		}
 	}
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = oneTwoFive{}
 	p.Y.Min, p.Y.Max = least/1.5, p.Y.Max*1.5
 	p.Title.Text += " (log scale)"
 }
@@ -168,4 +170,22 @@ func addSeries(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed
 	p.Add(line, points)
 	p.Legend.Add(name, line, points)
 	return nil
+}
+
+// oneTwoFive labels a log axis at 1, 2 and 5 times the powers of ten:
+// plot.LogTicks labels powers of ten only, often one label or none over the
+// range of a bench.
+type oneTwoFive struct{}
+
+// Ticks returns the 1-2-5 ticks between lo and hi.
+func (oneTwoFive) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for decade := math.Pow(10, math.Floor(math.Log10(lo))); decade <= hi; decade *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * decade; v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+			}
+		}
+	}
+	return ticks
 }
