@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/localplane"
+)
+
+// operatorProcess is the operator binary running beside the plane, as
+// suite.StartOperator runs it, but with its metrics served over plain HTTP
+// on loopback: the bench reads Helm action and reconcile counts from them.
+type operatorProcess struct {
+	proc    *localplane.Process
+	metrics string // URL of /metrics
+	probe   string // URL of /readyz
+	started time.Time
+	readyz  time.Time
+}
+
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
+// startOperator starts the binary with the default flags of the image
+// (--concurrent 4, no leader election) and waits until /readyz answers.
+func startOperator(ctx context.Context, bin, kubeconfig, dir, name string, args ...string) (*operatorProcess, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir = filepath.Join(dir, name)
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	ports := [2]int{}
+	for i := range ports {
+		if ports[i], err = localplane.FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	o := &operatorProcess{
+		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]),
+		probe:   fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
+	}
+	args = append(args,
+		"--kubeconfig="+kubeconfig,
+		"--watches-file="+filepath.Join(root, "watches.yaml"),
+		"--data-path="+filepath.Join(dir, "data"),
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
+		"--metrics-secure=false",
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
+		"--log-format=console")
+	o.started = time.Now()
+	o.proc, err = localplane.StartProcess(localplane.ProcessOptions{
+		Name: name, Dir: dir, Binary: bin, Args: args, Env: []string{"TMPDIR=" + tmp},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := o.waitReady(ctx); err != nil {
+		return nil, errors.Join(err, o.proc.Stop(10*time.Second), errors.New(o.proc.LogTail(40)))
+	}
+	return o, nil
+}
+
+// waitReady polls /readyz every 50 ms (a short poll bounded by a deadline:
+// the cold start is timed from it) until it answers 200.
+func (o *operatorProcess) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		if o.get(ctx, o.probe) == nil {
+			o.readyz = time.Now()
+			return nil
+		}
+		select {
+		case <-o.proc.Exited():
+			return fmt.Errorf("the operator exited before it was ready: %s", o.proc.State())
+		case <-ctx.Done():
+			return fmt.Errorf("the operator was not ready: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (o *operatorProcess) get(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// scrape reads the operator's metrics.
+func (o *operatorProcess) scrape(ctx context.Context) (metrics, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.metrics, http.NoBody)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
+// metrics are the metric families of one scrape, by name.
+type metrics map[string]*dto.MetricFamily
+
+// sum adds up the samples of family whose labels include every one of
+// labels: counter and gauge values, histogram sample counts.
+func (m metrics) sum(family string, labels map[string]string) float64 {
+	total := 0.0
+	for _, s := range m[family].GetMetric() {
+		if !hasLabels(s, labels) {
+			continue
+		}
+		switch {
+		case s.Counter != nil:
+			total += s.GetCounter().GetValue()
+		case s.Gauge != nil:
+			total += s.GetGauge().GetValue()
+		case s.Histogram != nil:
+			total += float64(s.GetHistogram().GetSampleCount())
+		}
+	}
+	return total
+}
+
+func hasLabels(s *dto.Metric, want map[string]string) bool {
+	found := 0
+	for _, l := range s.GetLabel() {
+		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+			found++
+		}
+	}
+	return found == len(want)
+}
+
+// helmActions is every Helm action the operator timed, whatever its outcome.
+func (m metrics) helmActions() float64 { return m.sum("kraan_helm_action_duration_seconds", nil) }
+
+// Process statistics from /proc. Clock ticks are USER_HZ, which Linux
+// fixes at 100 for user space.
+const userHZ = 100
+
+// memoryMiB returns VmHWM (peak resident set) and VmRSS of the process.
+func (o *operatorProcess) memoryMiB() (hwm, rss float64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.proc.PID()))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(fields[1], 64)
+		switch fields[0] {
+		case "VmHWM:":
+			hwm = kb / 1024
+		case "VmRSS:":
+			rss = kb / 1024
+		}
+	}
+	return hwm, rss, nil
+}
+
+// cpuTime returns the process's user plus system CPU time so far.
+func (o *operatorProcess) cpuTime() (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", o.proc.PID()))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", o.proc.PID())
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64) // field 15
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * time.Second / userHZ, nil
+}
+
+func (o *operatorProcess) stop() error { return o.proc.Stop(40 * time.Second) }
+
+// kill SIGKILLs the process, as a crash or the OOM killer would.
+func (o *operatorProcess) kill() error { return o.proc.Kill() }

@@ -1,0 +1,66 @@
+package report_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/kraan-io/kraan-operator/test/bench/report"
+)
+
+func results() report.Results {
+	handOff := 0.4
+	size := func(n int, extrapolated bool) report.Size {
+		f := float64(n)
+		return report.Size{
+			Releases: n,
+			Raw:      report.Raw{Seconds: 0.3 * f, Objects: 3 * n, Appliers: 4},
+			SDK:      report.SDK{Seconds: 2 * f, Measured: min(n, 100), Extrapolated: extrapolated},
+			Operator: report.Operator{
+				Seconds: 0.5 * f, PeakRSSMiB: 100 + f/10, ReadyRSSMiB: 90 + f/10, IdleCPUPercent: 0.2, IdleWindowSeconds: 30,
+				Install: report.Requests{Total: 28 * int64(n), ByKind: map[string]int64{"LIST secrets": 3 * int64(n)}},
+				Resync:  report.Resync{SecretLists: int64(n), Requests: report.Requests{Total: 2 * int64(n), ByKind: map[string]int64{"LIST secrets": int64(n)}}},
+			},
+		}
+	}
+	return report.Results{
+		Machine: report.Machine{CPUs: 2, MemoryMiB: 1024, GoVersion: "go1.26.8", Commit: "0123456789abcdef", Date: "2026-12-02T00:00:00Z"},
+		Sizes:   []report.Size{size(100, false), size(1000, true)},
+		Layers: &report.Layers{Layers: 2, ReleasesPerLayer: 10, Seconds: 12, RawSumSeconds: 8, Each: []report.Layer{
+			{Name: "l1", Seconds: 6, RawSeconds: 4}, {Name: "l2", Seconds: 5.5, RawSeconds: 4, HandOffSeconds: &handOff},
+		}},
+	}
+}
+
+func TestMarkdown_labelsExtrapolatedFloorAndPerReleaseCounts(t *testing.T) {
+	g := NewWithT(t)
+	var b strings.Builder
+
+	report.Markdown(&b, results())
+
+	out := b.String()
+	g.Expect(out).To(ContainSubstring("### 100 releases"))
+	g.Expect(out).To(ContainSubstring("| kraan-operator | 50.0 s | 1.67 |"))
+	g.Expect(out).To(ContainSubstring("floor; extrapolated from 100"))
+	g.Expect(out).To(ContainSubstring("| LIST secrets | 3.00 | 1.00 |"))
+	g.Expect(out).To(ContainSubstring("| l2 | 5.5 s | 4.0 s | 1.38 | 0.4 s |"))
+}
+
+func TestPlot_rendersSVGFromWrittenResults(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "results.json")
+	g.Expect(report.Write(path, results())).To(Succeed())
+	r, err := report.Read(path)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(report.Plot(r, filepath.Join(dir, "bench.svg"))).To(Succeed())
+
+	svg, err := os.ReadFile(filepath.Join(dir, "bench.svg"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(svg)).To(ContainSubstring("<svg"))
+	g.Expect(string(svg)).To(ContainSubstring("extrapolated"))
+}

@@ -1,0 +1,171 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Results are everything one `make bench` run measured.
+type Results struct {
+	// Machine is where it ran.
+	Machine Machine `json:"machine"`
+	// Sizes holds one entry per KRAAN_BENCH_RELEASES value, in run order.
+	Sizes []Size `json:"sizes"`
+	// Layers is the chained-layers run, measured once per `make bench`.
+	Layers *Layers `json:"layers,omitempty"`
+}
+
+// Machine describes the host of a run.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	MemoryMiB int    `json:"memoryMiB"`
+	GoVersion string `json:"goVersion"`
+	Kernel    string `json:"kernel,omitempty"`
+	// Commit is the operator's git commit (HEAD of the working tree built).
+	Commit string `json:"commit,omitempty"`
+	// Date is when the run started (RFC 3339).
+	Date string `json:"date"`
+}
+
+// Size is what was measured for one number of releases, each system on the
+// same fresh local plane.
+type Size struct {
+	Releases int      `json:"releases"`
+	Raw      Raw      `json:"raw"`
+	SDK      SDK      `json:"sequentialSDK"`
+	Operator Operator `json:"operator"`
+}
+
+// Raw is the limit of the cluster: the chart's rendered objects
+// server-side-applied directly by parallel appliers, waited until every
+// Deployment is Available (kstatus Current).
+type Raw struct {
+	// Seconds from the first apply to the last Deployment Available.
+	Seconds float64 `json:"seconds"`
+	// Objects applied in all, and by how many appliers in parallel.
+	Objects  int `json:"objects"`
+	Appliers int `json:"appliers"`
+}
+
+// SDK is sequential Helm SDK installs with wait, one release after another:
+// a floor, not a competitor.
+type SDK struct {
+	// Seconds for all the releases; extrapolated linearly from Measured
+	// installs when Extrapolated is true.
+	Seconds float64 `json:"seconds"`
+	// Measured is how many releases were really installed.
+	Measured     int  `json:"measured"`
+	Extrapolated bool `json:"extrapolated"`
+}
+
+// Operator is the operator binary, run as a separate process against a
+// counting proxy of the API server.
+type Operator struct {
+	// Seconds from the first HelmRelease created to the last one Ready.
+	Seconds float64 `json:"seconds"`
+	// PeakRSSMiB is the process's VmHWM when all were Ready, ReadyRSSMiB its
+	// VmRSS then.
+	PeakRSSMiB  float64 `json:"peakRSSMiB"`
+	ReadyRSSMiB float64 `json:"readyRSSMiB"`
+	// IdleCPUPercent is the process's CPU time (user+system) over
+	// IdleWindowSeconds right after all were Ready, in % of one core.
+	IdleCPUPercent    float64 `json:"idleCPUPercent"`
+	IdleWindowSeconds float64 `json:"idleWindowSeconds"`
+	// Install are the API requests the operator made from the first
+	// HelmRelease created to the last one Ready.
+	Install Requests `json:"install"`
+	// HelmActionsInstall is the Helm actions the operator's metrics counted
+	// over the same window.
+	HelmActionsInstall float64   `json:"helmActionsInstall"`
+	Resync             Resync    `json:"resync"`
+	ColdStart          ColdStart `json:"coldStart"`
+}
+
+// Requests counts API requests by kind ("LIST secrets", "PATCH
+// kraan.io/helmreleases/status").
+type Requests struct {
+	Total  int64            `json:"total"`
+	ByKind map[string]int64 `json:"byKind"`
+}
+
+// Resync is a forced reconcile of every HelmRelease in sync
+// (reconcile.fluxcd.io/requestedAt), counted until every one has handled it.
+type Resync struct {
+	Seconds float64 `json:"seconds"`
+	// HelmActions is the rise of kraan_helm_action_duration_seconds_count.
+	HelmActions float64 `json:"helmActions"`
+	// SecretLists is the LISTs of Secrets the proxy saw.
+	SecretLists int64 `json:"secretLists"`
+	// NewRevisions is how many Helm release revisions appeared.
+	NewRevisions int      `json:"newRevisions"`
+	Requests     Requests `json:"requests"`
+}
+
+// ColdStart is a new operator process after a SIGKILL, with every release
+// deployed.
+type ColdStart struct {
+	// Seconds from the new process's start to every HelmRelease confirmed
+	// Ready: the controller reconciled at least once per release, its
+	// queue is empty and every HelmRelease is Ready.
+	Seconds float64 `json:"seconds"`
+	// ReadyzSeconds from start to its /readyz answering 200.
+	ReadyzSeconds float64 `json:"readyzSeconds"`
+	// Reconciles is controller_runtime_reconcile_total of the helmrelease
+	// controller at that moment.
+	Reconciles float64 `json:"reconciles"`
+	// HelmActions and NewRevisions must be 0: nothing to upgrade.
+	HelmActions  float64  `json:"helmActions"`
+	NewRevisions int      `json:"newRevisions"`
+	Requests     Requests `json:"requests"`
+}
+
+// Layers is AddonsLayers chained one on another, each holding the same
+// number of HelmReleases, deployed from Git.
+type Layers struct {
+	Layers           int `json:"layers"`
+	ReleasesPerLayer int `json:"releasesPerLayer"`
+	// Seconds from creating the layers to all Deployed.
+	Seconds float64 `json:"seconds"`
+	// RawSumSeconds is the sum of each layer's raw time.
+	RawSumSeconds float64 `json:"rawSumSeconds"`
+	Each          []Layer `json:"each"`
+}
+
+// Layer is one layer of Layers.
+type Layer struct {
+	Name string `json:"name"`
+	// Seconds from its first HelmRelease created to the layer Deployed.
+	Seconds float64 `json:"seconds"`
+	// RawSeconds is the raw limit for its releases' objects alone.
+	RawSeconds float64 `json:"rawSeconds"`
+	// HandOffSeconds is from the layer before it turning Deployed to this
+	// one's first HelmRelease created; absent for the first layer.
+	HandOffSeconds *float64 `json:"handOffSeconds,omitempty"`
+}
+
+// Write writes v as indented JSON to path, creating its directory.
+func Write(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// Read reads the combined results.json Write wrote.
+func Read(path string) (Results, error) {
+	var r Results
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
