@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
@@ -102,6 +103,8 @@ type clusterClients struct {
 	mapper    meta.ResettableRESTMapper
 	// tracker serves every Helm wait on the cluster from shared informers.
 	tracker *rollout.Tracker
+	// apis keeps what the cluster serves between actions.
+	apis *servedAPIs
 }
 
 func newClusterClients(config *rest.Config) (*clusterClients, error) {
@@ -114,13 +117,19 @@ func newClusterClients(config *rest.Config) (*clusterClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the dynamic client: %w", err)
 	}
+	meta, err := metadata.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("creating the metadata client: %w", err)
+	}
+	// Helm resets a resettable mapper after installing a chart's CRDs, so
+	// kinds defined by those CRDs resolve in the same install.
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	return &clusterClients{
 		config:    config,
 		tracker:   rollout.NewTracker(dyn),
 		discovery: cached,
-		// Helm resets a resettable mapper after installing a chart's CRDs, so
-		// kinds defined by those CRDs resolve in the same install.
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached),
+		mapper:    mapper,
+		apis:      &servedAPIs{discovery: cached, reset: mapper.Reset, metadata: meta},
 	}, nil
 }
 

@@ -83,7 +83,7 @@ func (e *Engine) configFor(target Target, debug action.DebugLog, pause func() fu
 	if err != nil {
 		return nil, err
 	}
-	tracker := cc.tracker
+	tracker, apis := cc.tracker, cc.apis
 	if target.FreshClients {
 		if cc, err = newClusterClients(cc.config); err != nil {
 			return nil, err
@@ -104,7 +104,13 @@ func (e *Engine) configFor(target Target, debug action.DebugLog, pause func() fu
 		return nil, fmt.Errorf("initialising Helm for release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
 	}
 	if kc, ok := cfg.KubeClient.(*kube.Client); ok {
-		cfg.KubeClient = &watchingClient{Client: kc, tracker: tracker, pause: pause}
+		cfg.KubeClient = &watchingClient{Client: kc, tracker: tracker, pause: pause, apis: apis}
+	}
+	if !target.FreshClients && apis != nil {
+		// Helm computes these at the start of every action after dropping
+		// its discovery cache; the cluster's are kept until its APIs change.
+		// Run drops them for a chart with CRDs, whose install must see them.
+		cfg.Capabilities = apis.capabilities()
 	}
 	return cfg, nil
 }

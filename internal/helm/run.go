@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/redact"
@@ -91,6 +92,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		if err != nil {
 			return res, err
 		}
+		uncacheCapabilitiesForCRDs(cfg, req)
 		if obs, err = observation(cfg, req, obs, known); err != nil {
 			return res, err
 		}
@@ -160,6 +162,15 @@ func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Pol
 	return false, nil
 }
 
+// uncacheCapabilitiesForCRDs leaves the capabilities of a chart with CRDs to
+// Helm, which finds them after installing the CRDs: the chart's templates may
+// ask for the kinds those define.
+func uncacheCapabilitiesForCRDs(cfg *action.Configuration, req Request) {
+	if req.Desired.Chart != nil && len(req.Desired.Chart.CRDObjects()) > 0 {
+		cfg.Capabilities = nil
+	}
+}
+
 // observation is obs when it is known, otherwise what storage holds.
 func observation(cfg *action.Configuration, req Request, obs Observation, known bool) (Observation, error) {
 	if known {
@@ -219,6 +230,9 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	var err error
 	switch next {
 	case ActionInstall:
+		if obs.Latest == nil {
+			cfg.Releases.Driver = noHistory{cfg.Releases.Driver}
+		}
 		install := newInstall(cfg, req.Target, req.Spec, labels)
 		install.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
 		if err = e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err == nil {
@@ -248,6 +262,19 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 		installed = nil
 	}
 	return Step{Action: next, Err: err, Duration: time.Since(start), Detail: detail}, installed
+}
+
+// noHistory answers Helm's install-time query of a release's history
+// ("is the name in use?") with none: storage was just read empty, or the
+// operator's cache vouches that it is. A record made meanwhile cannot be
+// overwritten either way: creating revision 1's Secret then fails with
+// AlreadyExists, nothing changes, and the install is tried again.
+type noHistory struct {
+	driver.Driver
+}
+
+func (noHistory) Query(map[string]string) ([]*release.Release, error) {
+	return nil, driver.ErrReleaseNotFound
 }
 
 // failureOf says why rel failed, from its description or its tests.

@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"helm.sh/helm/v3/pkg/kube"
@@ -21,6 +22,9 @@ type watchingClient struct {
 	*kube.Client
 	tracker *rollout.Tracker
 	pause   func() (resume func())
+	// apis is told when a wait included CRDs: the kinds they define are
+	// served from then on.
+	apis *servedAPIs
 }
 
 // IsReachable is answered by the action's first request instead: Helm's
@@ -49,7 +53,11 @@ func (c *watchingClient) wait(resources kube.ResourceList, timeout time.Duration
 	// Not the reconcile's context: a wait cut short by the operator's
 	// shutdown would fail the release. The process ends instead, the
 	// revision stays pending, and the next process resumes the wait.
-	return c.tracker.Wait(context.Background(), objs, timeout, rollout.Options{FailFast: jobs})
+	err := c.tracker.Wait(context.Background(), objs, timeout, rollout.Options{FailFast: jobs})
+	if c.apis != nil && slices.ContainsFunc(objs, func(o rollout.Object) bool { return o.Kind == "CustomResourceDefinition" }) {
+		c.apis.invalidate()
+	}
+	return err
 }
 
 // waitedFor are the objects among resources whose readiness Helm's wait

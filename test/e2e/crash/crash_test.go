@@ -38,9 +38,9 @@ func TestCrash_KilledDuringUpgrade_RecoversInPlace(t *testing.T) {
 	// The interrupted upgrade is finished, not retried: no rollback, which
 	// would have rolled the workload back to "one" and forward again, and no
 	// new revision.
-	g.Expect(helmRevisions(g, ns)).To(Equal(map[int]string{1: "deployed"}))
+	g.Expect(helmRevisions(g, ns)).To(Equal(map[int]string{1: "superseded", 2: "deployed"}))
 	g.Expect(hr.Status.History).NotTo(BeEmpty())
-	g.Expect(hr.Status.History[0].Version).To(Equal(1))
+	g.Expect(hr.Status.History[0].Version).To(Equal(2))
 	g.Expect(hr.Status.History[0].Status).To(Equal("deployed"))
 	g.Expect(condition(hr, kraanv1.RemediatedCondition)).To(BeNil(), "nothing failed, yet the release was remediated")
 

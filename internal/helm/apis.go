@@ -1,0 +1,109 @@
+package helm
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// apiSyncTimeout bounds the first sync of the watches on CRDs and
+// APIServices; without them, each action finds the cluster's APIs itself.
+const apiSyncTimeout = 30 * time.Second
+
+// The resources whose changes change what the cluster serves.
+var apiResources = []schema.GroupVersionResource{
+	{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+	{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"},
+}
+
+// servedAPIs keeps what the cluster serves — the capabilities charts are
+// rendered with, and the discovery documents, OpenAPI schemas and REST
+// mappings behind them — until a CustomResourceDefinition or an APIService
+// changes, which a metadata watch on both reports. Helm instead drops its
+// discovery cache at the start of every action: five requests per action
+// (/api, /apis and the OpenAPI documents of the kinds it validates).
+type servedAPIs struct {
+	discovery discovery.CachedDiscoveryInterface
+	reset     func()
+	metadata  metadata.Interface
+
+	start    sync.Once
+	watching bool
+
+	mu   sync.Mutex
+	caps *chartutil.Capabilities
+}
+
+// capabilities returns a copy of the cluster's capabilities as Helm computes
+// them; nil when the watches could not start, so that Helm computes them.
+func (s *servedAPIs) capabilities() *chartutil.Capabilities {
+	s.start.Do(s.watch)
+	if !s.watching {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.caps == nil {
+		version, err := s.discovery.ServerVersion()
+		if err != nil {
+			return nil
+		}
+		// A group whose discovery fails (an APIService without its
+		// backend) leaves the others listed, as Helm tolerates.
+		apiVersions, err := action.GetVersionSet(s.discovery)
+		if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+			return nil
+		}
+		s.caps = &chartutil.Capabilities{
+			APIVersions: apiVersions,
+			KubeVersion: chartutil.KubeVersion{Version: version.GitVersion, Major: version.Major, Minor: version.Minor},
+			HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+		}
+	}
+	return s.caps.Copy()
+}
+
+// invalidate forgets what the cluster serves: a CRD or an APIService changed,
+// or a release's CRDs were just installed.
+func (s *servedAPIs) invalidate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.caps = nil
+	s.discovery.Invalidate()
+	s.reset()
+}
+
+// watch starts the metadata watches on CRDs and APIServices, for the life of
+// the process, and waits for their first sync.
+func (s *servedAPIs) watch() {
+	factory := metadatainformer.NewSharedInformerFactory(s.metadata, 0)
+	handler := cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ any, initial bool) {
+			if !initial {
+				s.invalidate()
+			}
+		},
+		UpdateFunc: func(any, any) { s.invalidate() },
+		DeleteFunc: func(any) { s.invalidate() },
+	}
+	var synced []cache.InformerSynced
+	for _, gvr := range apiResources {
+		informer := factory.ForResource(gvr).Informer()
+		if _, err := informer.AddEventHandler(handler); err != nil {
+			return
+		}
+		synced = append(synced, informer.HasSynced)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), apiSyncTimeout)
+	defer cancel()
+	factory.Start(context.Background().Done())
+	s.watching = cache.WaitForCacheSync(ctx.Done(), synced...)
+}
