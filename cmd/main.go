@@ -118,6 +118,7 @@ func startManager(ctx context.Context, opts *options) error {
 		Scheme:                        scheme,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.probeAddr,
+		PprofBindAddress:              opts.pprofAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              leaderElectionIDFor(selector),
 		LeaderElectionNamespace:       opts.leaderElectionNamespace,

@@ -23,6 +23,7 @@ type options struct {
 	metricsAddr             string
 	metricsSecure           bool
 	probeAddr               string
+	pprofAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaseDuration           time.Duration
@@ -56,6 +57,8 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 		"Serve metrics over HTTPS, authenticated and authorized by the API server.")
 	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081",
 		"Address the /healthz and /readyz probes bind to.")
+	fs.StringVar(&opts.pprofAddr, "pprof-bind-address", "0",
+		"Address Go's pprof profiles (/debug/pprof/) bind to; 0, the default, disables them.")
 	fs.BoolVar(&opts.leaderElect, "leader-elect", false,
 		"Elect a leader on a Lease so that only one replica reconciles.")
 	fs.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "",

@@ -231,7 +231,10 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	switch next {
 	case ActionInstall:
 		if obs.Latest == nil {
-			cfg.Releases.Driver = noHistory{cfg.Releases.Driver}
+			// Only the install's own check: what comes after reads storage.
+			stored := cfg.Releases.Driver
+			cfg.Releases.Driver = noHistory{stored}
+			defer func() { cfg.Releases.Driver = stored }()
 		}
 		install := newInstall(cfg, req.Target, req.Spec, labels)
 		install.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)

@@ -150,7 +150,7 @@ func isReady(o client.Object) bool {
 
 // idle measures the process's CPU time over idleWindow right after all
 // were Ready.
-func (r *operatorRun) idle(context.Context) error {
+func (r *operatorRun) idle(ctx context.Context) error {
 	before, err := r.op.cpuTime()
 	if err != nil {
 		return err
@@ -164,7 +164,12 @@ func (r *operatorRun) idle(context.Context) error {
 	window := time.Since(began)
 	r.res.IdleWindowSeconds = window.Seconds()
 	r.res.IdleCPUPercent = 100 * (after - before).Seconds() / window.Seconds()
-	return nil
+	if _, r.res.IdleRSSMiB, err = r.op.memoryMiB(); err != nil {
+		return err
+	}
+	// The heap profile of the steady state, for `go tool pprof` (where the
+	// RSS goes).
+	return r.op.saveHeapProfile(ctx, filepath.Join(r.dir, fmt.Sprintf("heap-%d.pprof", r.n)))
 }
 
 // resync asks for a reconcile of every HelmRelease (Flux's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ type operatorProcess struct {
 	proc    *localplane.Process
 	metrics string // URL of /metrics
 	probe   string // URL of /readyz
+	pprof   string // URL of /debug/pprof
 	started time.Time
 	readyz  time.Time
 }
@@ -44,7 +46,7 @@ func startOperator(ctx context.Context, bin, kubeconfig, dir, name string, args 
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, err
 	}
-	ports := [2]int{}
+	ports := [3]int{}
 	for i := range ports {
 		if ports[i], err = localplane.FreePort(); err != nil {
 			return nil, err
@@ -53,6 +55,7 @@ func startOperator(ctx context.Context, bin, kubeconfig, dir, name string, args 
 	o := &operatorProcess{
 		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]),
 		probe:   fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
+		pprof:   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", ports[2]),
 	}
 	args = append(args,
 		"--kubeconfig="+kubeconfig,
@@ -61,6 +64,7 @@ func startOperator(ctx context.Context, bin, kubeconfig, dir, name string, args 
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 		"--metrics-secure=false",
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
+		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", ports[2]),
 		"--log-format=console")
 	o.started = time.Now()
 	o.proc, err = localplane.StartProcess(localplane.ProcessOptions{
@@ -186,6 +190,24 @@ func (o *operatorProcess) memoryMiB() (hwm, rss float64, err error) {
 		}
 	}
 	return hwm, rss, nil
+}
+
+// saveHeapProfile writes the process's heap profile to path.
+func (o *operatorProcess) saveHeapProfile(ctx context.Context, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.pprof+"/heap", http.NoBody)
+	if err != nil {
+		return err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reading the heap profile: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
 }
 
 // cpuTime returns the process's user plus system CPU time so far.

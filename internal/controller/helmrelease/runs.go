@@ -97,6 +97,9 @@ func (rs *runs) forget(key types.NamespacedName) {
 	defer rs.mu.Unlock()
 	delete(rs.failed, key)
 	delete(rs.written, key)
+	if r := rs.byKey[key]; r != nil && r.finished {
+		delete(rs.byKey, key)
+	}
 }
 
 // wrote records the resourceVersion of a write of key.

@@ -128,16 +128,20 @@ func logTime(p *plot.Plot, sizes []Size) {
 
 func rssPanel(sizes []Size) (*plot.Plot, error) {
 	p := newPanel("Operator memory", "MiB")
-	peak, ready := make(plotter.XYs, 0, len(sizes)), make(plotter.XYs, 0, len(sizes))
+	peak, ready, idle := make(plotter.XYs, 0, len(sizes)), make(plotter.XYs, 0, len(sizes)), make(plotter.XYs, 0, len(sizes))
 	for _, s := range sizes {
 		x := float64(s.Releases)
 		peak = append(peak, plotter.XY{X: x, Y: s.Operator.PeakRSSMiB})
 		ready = append(ready, plotter.XY{X: x, Y: s.Operator.ReadyRSSMiB})
+		idle = append(idle, plotter.XY{X: x, Y: s.Operator.IdleRSSMiB})
 	}
 	if err := addSeries(p, "peak RSS (VmHWM)", peak, hwmColour, false); err != nil {
 		return nil, err
 	}
 	if err := addSeries(p, "RSS when all Ready (VmRSS)", ready, operatorColour, false); err != nil {
+		return nil, err
+	}
+	if err := addSeries(p, "RSS Deployed and idle 30 s later", idle, rawColour, false); err != nil {
 		return nil, err
 	}
 	return p, nil

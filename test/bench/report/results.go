@@ -69,6 +69,9 @@ type Operator struct {
 	// VmRSS then.
 	PeakRSSMiB  float64 `json:"peakRSSMiB"`
 	ReadyRSSMiB float64 `json:"readyRSSMiB"`
+	// IdleRSSMiB is its VmRSS at the end of the idle window: the releases
+	// Deployed and in sync, the rollout's garbage returned.
+	IdleRSSMiB float64 `json:"idleRSSMiB"`
 	// IdleCPUPercent is the process's CPU time (user+system) over
 	// IdleWindowSeconds right after all were Ready, in % of one core.
 	IdleCPUPercent    float64 `json:"idleCPUPercent"`

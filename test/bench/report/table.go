@@ -28,19 +28,19 @@ func systems(w io.Writer, s Size) {
 	n := float64(s.Releases)
 	op := s.Operator
 	fmt.Fprintf(w, "### %d releases\n\n", s.Releases)
-	fmt.Fprintln(w, "| system | all Ready | × raw | peak RSS | RSS Ready | idle CPU | API requests / release | "+
+	fmt.Fprintln(w, "| system | all Ready | × raw | peak RSS | RSS Ready | RSS idle | idle CPU | API requests / release | "+
 		"Helm actions / release / resync | Secret LISTs / release / resync | cold start |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
-	fmt.Fprintf(w, "| raw limit (%d appliers, server-side apply, waited Available) | %s | 1.00 | — | — | — | — | — | — | — |\n",
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(w, "| raw limit (%d appliers, server-side apply, waited Available) | %s | 1.00 | — | — | — | — | — | — | — | — |\n",
 		s.Raw.Appliers, secs(s.Raw.Seconds))
-	fmt.Fprintf(w, "| kraan-operator | %s | %s | %.0f MiB | %.0f MiB | %.2f %% | %.1f | %.3f | %.3f | %s |\n",
-		secs(op.Seconds), ratio(op.Seconds, s.Raw.Seconds), op.PeakRSSMiB, op.ReadyRSSMiB, op.IdleCPUPercent,
+	fmt.Fprintf(w, "| kraan-operator | %s | %s | %.0f MiB | %.0f MiB | %.0f MiB | %.2f %% | %.1f | %.3f | %.3f | %s |\n",
+		secs(op.Seconds), ratio(op.Seconds, s.Raw.Seconds), op.PeakRSSMiB, op.ReadyRSSMiB, op.IdleRSSMiB, op.IdleCPUPercent,
 		float64(op.Install.Total)/n, op.Resync.HelmActions/n, float64(op.Resync.SecretLists)/n, secs(op.ColdStart.Seconds))
 	label := "sequential Helm SDK, wait (floor)"
 	if s.SDK.Extrapolated {
 		label = fmt.Sprintf("sequential Helm SDK, wait (floor; extrapolated from %d)", s.SDK.Measured)
 	}
-	fmt.Fprintf(w, "| %s | %s | %s | — | — | — | — | — | — | — |\n\n", label, secs(s.SDK.Seconds), ratio(s.SDK.Seconds, s.Raw.Seconds))
+	fmt.Fprintf(w, "| %s | %s | %s | — | — | — | — | — | — | — | — |\n\n", label, secs(s.SDK.Seconds), ratio(s.SDK.Seconds, s.Raw.Seconds))
 	fmt.Fprintf(w, "Operator: %.0f Helm actions while installing; idle CPU over %.0f s; resync took %s "+
 		"(%d new revisions); cold start: /readyz after %s, all confirmed Ready after %s (%.0f reconciles, "+
 		"%.0f Helm actions, %d new revisions, %.1f API requests / release).\n\n",

@@ -149,9 +149,11 @@ func TestHelmRelease_UnlocksAReleaseLeftPending(t *testing.T) {
 		hr := get(g, ns, "locked")
 		g.Expect(hr.Status.ObservedGeneration).To(Equal(hr.Generation))
 		g.Expect(condition(hr, kraanv1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(helmRevisions(g, ns, "locked")).To(Equal([]string{"1=superseded", "2=failed", "3=deployed"}))
+		// Helm's upgrade supersedes the newest revision when none is deployed.
+		g.Expect(helmRevisions(g, ns, "locked")).To(Equal([]string{"1=superseded", "2=superseded", "3=deployed"}))
 		g.Expect(configMapData(g, ns, "locked")).To(HaveKeyWithValue("message", "three"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(eventReasons(g, ns, "locked")).To(ContainElement(kraanv1.ReasonUnlocked), "the pending revision was not unlocked")
 }
 
 // markPending puts the newest revision of a release back to pending-upgrade,

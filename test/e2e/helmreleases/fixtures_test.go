@@ -166,3 +166,16 @@ func containsAll(s string, parts ...string) bool {
 	}
 	return true
 }
+
+// eventReasons are the reasons of the events of a HelmRelease.
+func eventReasons(g Gomega, namespace, name string) []string {
+	events := &corev1.EventList{}
+	g.Expect(k8s.List(context.Background(), events, client.InNamespace(namespace))).To(Succeed())
+	var reasons []string
+	for _, ev := range events.Items {
+		if ev.InvolvedObject.Kind == "HelmRelease" && ev.InvolvedObject.Name == name {
+			reasons = append(reasons, ev.Reason)
+		}
+	}
+	return reasons
+}
