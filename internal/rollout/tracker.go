@@ -111,7 +111,9 @@ type pending struct {
 	polled bool
 	// checked says the object was looked for outside the informer once.
 	checked bool
-	why     string
+	// since is when the wait for it began.
+	since time.Time
+	why   string
 }
 
 // Wait blocks until every object is ready by kstatus (Current), timeout has
@@ -131,8 +133,9 @@ func (t *Tracker) Wait(ctx context.Context, objs []Object, timeout time.Duration
 	poll := time.NewTicker(pollInterval)
 	defer poll.Stop()
 	todo := make([]*pending, 0, len(objs))
+	now := time.Now()
 	for _, o := range objs {
-		todo = append(todo, &pending{Object: o})
+		todo = append(todo, &pending{Object: o, since: now})
 	}
 	for {
 		todo, err = t.judge(ctx, kinds, todo, opts)
@@ -142,9 +145,8 @@ func (t *Tracker) Wait(ctx context.Context, objs []Object, timeout time.Duration
 		select {
 		case <-w.wake:
 		case <-poll.C:
-			if !anyPolled(todo) {
-				continue
-			}
+			// Objects read directly, and ones the informer has not shown,
+			// are looked at again; the others come with their events.
 		case <-deadline.C:
 			// One last look: an event may have come with the deadline.
 			if todo, err = t.judge(ctx, kinds, todo, opts); err != nil || len(todo) == 0 {
@@ -155,15 +157,6 @@ func (t *Tracker) Wait(ctx context.Context, objs []Object, timeout time.Duration
 			return ctx.Err()
 		}
 	}
-}
-
-func anyPolled(todo []*pending) bool {
-	for _, p := range todo {
-		if p.polled {
-			return true
-		}
-	}
-	return false
 }
 
 // TimeoutError is a wait that ended at its timeout.
@@ -232,13 +225,14 @@ func (t *Tracker) current(ctx context.Context, k *kind, p *pending) (*unstructur
 		if exists {
 			return obj.(*unstructured.Unstructured), nil
 		}
-		if p.checked {
+		if p.checked || time.Since(p.since) < pollInterval {
+			// Just written: its event is on the way.
 			p.why = "not found"
 			return nil, nil
 		}
 	}
-	// Not in the informer: just created (its event is on the way), or
-	// without Helm's label (someone removed it). One read tells which.
+	// Not in the informer a while after the wait began: without Helm's
+	// label (someone removed it), or not there. One read tells which.
 	p.checked = true
 	u, err := t.client.Resource(p.Resource).Namespace(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 	switch {

@@ -143,7 +143,7 @@ func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*kraanv1.H
 	if err := r.Get(ctx, key, hr); err != nil {
 		return nil, err
 	}
-	if !r.runs.stale(key, hr.ResourceVersion) {
+	if !r.runs.stale(hr) {
 		return hr, nil
 	}
 	if err := r.APIReader.Get(ctx, key, hr); err != nil {

@@ -2,6 +2,8 @@ package helmrelease
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -26,10 +28,14 @@ type runs struct {
 	mu     sync.Mutex
 	byKey  map[types.NamespacedName]*run
 	failed map[types.NamespacedName]recordedFailures
-	// written is the resourceVersion of each release as this process last
-	// wrote it: a cached copy that differs may predate the write, and is
-	// read again from the API server.
+	// written is the digest of the status of each release as this process
+	// last wrote it: a cached copy with another status may predate the
+	// write, and is read again from the API server.
 	written map[types.NamespacedName]string
+	// inFlight counts the runs not yet ended; idle returns memory to the
+	// system once a wave of them is over.
+	inFlight int
+	idle     *time.Timer
 	// slots bounds the runs working (not waiting) at once.
 	slots chan struct{}
 	// ended re-queues a release whose run ended.
@@ -102,20 +108,29 @@ func (rs *runs) forget(key types.NamespacedName) {
 	}
 }
 
-// wrote records the resourceVersion of a write of key.
-func (rs *runs) wrote(key types.NamespacedName, resourceVersion string) {
+// wrote records the status hr was written with.
+func (rs *runs) wrote(hr *kraanv1.HelmRelease) {
+	digest := statusDigest(hr)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.written[key] = resourceVersion
+	rs.written[ctrlKey(hr)] = digest
 }
 
-// stale says whether a cached copy of key at resourceVersion may predate
-// this process's last write of it.
-func (rs *runs) stale(key types.NamespacedName, resourceVersion string) bool {
+// stale says whether a cached copy of hr may predate this process's last
+// write of its status: its status is not the one written. (A change of its
+// spec or metadata since is no reason to read it again.)
+func (rs *runs) stale(hr *kraanv1.HelmRelease) bool {
+	digest := statusDigest(hr)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	w, ok := rs.written[key]
-	return ok && w != resourceVersion
+	w, ok := rs.written[ctrlKey(hr)]
+	return ok && w != digest
+}
+
+func statusDigest(hr *kraanv1.HelmRelease) string {
+	data, _ := json.Marshal(&hr.Status)
+	sum := sha256.Sum256(data)
+	return string(sum[:])
 }
 
 // recordFailures remembers the counters recorded for attempt.
@@ -136,13 +151,22 @@ func (rs *runs) failuresOf(key types.NamespacedName, attempt string) (helm.Failu
 // progressDelay is how long an action runs before its progress is written
 // on the object: a quick action is reported once, when it ends, which saves
 // a status write per release; a long one shows what it does while it runs.
-const progressDelay = 2 * time.Second
+const progressDelay = 5 * time.Second
+
+// idleAfter is how long after the last run of a wave ended the memory its
+// runs used (charts, manifests, Helm's clients) is handed back to the
+// system, rather than kept by the Go runtime for a wave that may not come.
+const idleAfter = 5 * time.Second
 
 // launch runs r in a goroutine of its own. progress is where the run reports
 // the action it is in; the end of the run re-queues the release.
 func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progress *progressReporter) {
 	rs.mu.Lock()
 	rs.byKey[r.key] = r
+	rs.inFlight++
+	if rs.idle != nil {
+		rs.idle.Stop()
+	}
 	rs.mu.Unlock()
 	req := r.request
 	req.BeforeAction = func(ctx context.Context, action helm.Action) { progress.report(ctx, action) }
@@ -157,11 +181,26 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 		progress.stop()
 		rs.mu.Lock()
 		r.finished, r.result, r.err = true, result, err
+		if rs.inFlight--; rs.inFlight == 0 {
+			rs.idle = time.AfterFunc(idleAfter, rs.freeMemoryIfIdle)
+		}
 		rs.mu.Unlock()
 		obj := &kraanv1.HelmRelease{}
 		obj.Namespace, obj.Name = r.key.Namespace, r.key.Name
 		rs.ended <- event.GenericEvent{Object: obj}
 	}()
+}
+
+// freeMemoryIfIdle returns the memory of a wave of runs to the system when
+// no run has started since: Go's runtime would keep it until its next forced
+// collection, and a node counts it against the pod all that time.
+func (rs *runs) freeMemoryIfIdle() {
+	rs.mu.Lock()
+	idle := rs.inFlight == 0
+	rs.mu.Unlock()
+	if idle {
+		debug.FreeOSMemory()
+	}
 }
 
 // runRecovering is engine.Run with a panic turned into the run's error, as
@@ -201,7 +240,7 @@ func (p *progressReporter) report(ctx context.Context, action helm.Action) {
 			return
 		}
 		p.r.reportProgress(ctx, p.sc, action)
-		p.r.runs.wrote(ctrlKey(p.sc.hr), p.sc.hr.ResourceVersion)
+		p.r.runs.wrote(p.sc.hr)
 	})
 }
 

@@ -99,7 +99,7 @@ func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Resu
 	summarize(hr)
 	r.Metrics.setReady(hr.Namespace, hr.Name, isReady(hr))
 	patchErr := sc.patcher.Patch(ctx, hr)
-	r.runs.wrote(ctrlKey(hr), hr.ResourceVersion)
+	r.runs.wrote(hr)
 	if sc.starting != nil && err == nil {
 		r.launchStarted(ctx, sc)
 		return ctrl.Result{}, patchErr
