@@ -7,6 +7,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
@@ -84,6 +85,15 @@ func (s *servedAPIs) invalidate() {
 // watch starts the metadata watches on CRDs and APIServices, for the life of
 // the process, and waits for their first sync.
 func (s *servedAPIs) watch() {
+	ctx, cancel := context.WithTimeout(context.Background(), apiSyncTimeout)
+	defer cancel()
+	for _, gvr := range apiResources {
+		// An operator limited to some namespaces (Roles only) may not list
+		// these cluster-wide: Helm then finds the APIs itself per action.
+		if _, err := s.metadata.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return
+		}
+	}
 	factory := metadatainformer.NewSharedInformerFactory(s.metadata, 0)
 	handler := cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(_ any, initial bool) {
@@ -102,8 +112,6 @@ func (s *servedAPIs) watch() {
 		}
 		synced = append(synced, informer.HasSynced)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), apiSyncTimeout)
-	defer cancel()
 	factory.Start(context.Background().Done())
 	s.watching = cache.WaitForCacheSync(ctx.Done(), synced...)
 }

@@ -75,11 +75,23 @@ type Tracker struct {
 	idle   time.Duration
 
 	mu    sync.Mutex
-	kinds map[schema.GroupVersionResource]*kind
+	kinds map[informerKey]*kind
+	// namespaced lists the resources the operator may not list
+	// cluster-wide (Roles in some namespaces only): they are watched per
+	// namespace.
+	namespaced map[schema.GroupVersionResource]bool
+}
+
+// informerKey names an informer: a resource, cluster-wide ("") or in one
+// namespace.
+type informerKey struct {
+	resource  schema.GroupVersionResource
+	namespace string
 }
 
 // kind is the informer of one resource and the waits that listen to it.
 type kind struct {
+	key      informerKey
 	informer cache.SharedIndexInformer
 	stop     context.CancelFunc
 	waiters  map[string]map[*waiter]struct{}
@@ -101,7 +113,8 @@ func (w *waiter) notify() {
 
 // NewTracker returns a tracker of the cluster client talks to.
 func NewTracker(client dynamic.Interface) *Tracker {
-	return &Tracker{client: client, idle: defaultIdle, kinds: map[schema.GroupVersionResource]*kind{}}
+	return &Tracker{client: client, idle: defaultIdle, kinds: map[informerKey]*kind{},
+		namespaced: map[schema.GroupVersionResource]bool{}}
 }
 
 // pending is an object not yet ready, and why.
@@ -113,7 +126,9 @@ type pending struct {
 	checked bool
 	// since is when the wait for it began.
 	since time.Time
-	why   string
+	// informer is the informer listing it.
+	informer *kind
+	why      string
 }
 
 // Wait blocks until every object is ready by kstatus (Current), timeout has
@@ -122,23 +137,28 @@ func (t *Tracker) Wait(ctx context.Context, objs []Object, timeout time.Duration
 	if len(objs) == 0 {
 		return nil
 	}
-	w := &waiter{wake: make(chan struct{}, 1)}
-	kinds, err := t.listen(ctx, w, objs)
-	defer t.unlisten(w, objs)
-	if err != nil {
-		return err
-	}
-	deadline := time.NewTimer(max(timeout, 0))
-	defer deadline.Stop()
-	poll := time.NewTicker(pollInterval)
-	defer poll.Stop()
-	todo := make([]*pending, 0, len(objs))
 	now := time.Now()
+	todo := make([]*pending, 0, len(objs))
 	for _, o := range objs {
 		todo = append(todo, &pending{Object: o, since: now})
 	}
+	all := append([]*pending(nil), todo...)
+	w := &waiter{wake: make(chan struct{}, 1)}
+	// The informers' first sync counts against the timeout: an informer
+	// that cannot sync fails the wait at its deadline, not never.
+	syncCtx, cancel := context.WithTimeout(ctx, max(timeout, time.Second))
+	err := t.listen(syncCtx, w, all)
+	cancel()
+	defer t.unlisten(w, all)
+	if err != nil {
+		return err
+	}
+	deadline := time.NewTimer(max(timeout-time.Since(now), 0))
+	defer deadline.Stop()
+	poll := time.NewTicker(pollInterval)
+	defer poll.Stop()
 	for {
-		todo, err = t.judge(ctx, kinds, todo, opts)
+		todo, err = t.judge(ctx, todo, opts)
 		if err != nil || len(todo) == 0 {
 			return err
 		}
@@ -149,7 +169,7 @@ func (t *Tracker) Wait(ctx context.Context, objs []Object, timeout time.Duration
 			// are looked at again; the others come with their events.
 		case <-deadline.C:
 			// One last look: an event may have come with the deadline.
-			if todo, err = t.judge(ctx, kinds, todo, opts); err != nil || len(todo) == 0 {
+			if todo, err = t.judge(ctx, todo, opts); err != nil || len(todo) == 0 {
 				return err
 			}
 			return &TimeoutError{Timeout: timeout, NotReady: describe(todo)}
@@ -180,10 +200,10 @@ func describe(todo []*pending) []string {
 
 // judge returns the objects still not ready; an error for a failed object
 // when opts.FailFast.
-func (t *Tracker) judge(ctx context.Context, kinds map[schema.GroupVersionResource]*kind, todo []*pending, opts Options) ([]*pending, error) {
+func (t *Tracker) judge(ctx context.Context, todo []*pending, opts Options) ([]*pending, error) {
 	left := todo[:0]
 	for _, p := range todo {
-		u, err := t.current(ctx, kinds[p.Resource], p)
+		u, err := t.current(ctx, p.informer, p)
 		if err != nil {
 			return nil, err
 		}
@@ -249,71 +269,92 @@ func (t *Tracker) current(ctx context.Context, k *kind, p *pending) (*unstructur
 
 // listen registers w for the objects' changes, starting the informers it
 // needs and waiting for them to sync.
-func (t *Tracker) listen(ctx context.Context, w *waiter, objs []Object) (map[schema.GroupVersionResource]*kind, error) {
-	kinds := map[schema.GroupVersionResource]*kind{}
+func (t *Tracker) listen(ctx context.Context, w *waiter, todo []*pending) error {
+	used := map[*kind]bool{}
 	t.mu.Lock()
-	for _, o := range objs {
-		k := t.kinds[o.Resource]
+	for _, p := range todo {
+		key := t.keyOf(ctx, p.Object)
+		k := t.kinds[key]
 		if k == nil {
-			k = t.start(o.Resource)
-			t.kinds[o.Resource] = k
+			k = t.start(key)
+			t.kinds[key] = k
 		}
-		if _, seen := kinds[o.Resource]; !seen {
+		if !used[k] {
+			used[k] = true
 			k.users++
 			if k.idle != nil {
 				k.idle.Stop()
 				k.idle = nil
 			}
 		}
-		kinds[o.Resource] = k
-		if k.waiters[o.key()] == nil {
-			k.waiters[o.key()] = map[*waiter]struct{}{}
+		p.informer = k
+		if k.waiters[p.key()] == nil {
+			k.waiters[p.key()] = map[*waiter]struct{}{}
 		}
-		k.waiters[o.key()][w] = struct{}{}
+		k.waiters[p.key()][w] = struct{}{}
 	}
 	t.mu.Unlock()
-	for gvr, k := range kinds {
+	for k := range used {
 		if !cache.WaitForCacheSync(ctx.Done(), k.informer.HasSynced) {
-			return kinds, fmt.Errorf("watching %s: %w", gvr.Resource, errors.Join(ctx.Err(), errors.New("the informer did not sync")))
+			return fmt.Errorf("watching %s: %w", k.key.resource.Resource, errors.Join(ctx.Err(), errors.New("the informer did not sync")))
 		}
 	}
-	return kinds, nil
+	return nil
+}
+
+// keyOf is the informer for o: cluster-wide, unless the operator may not
+// list o's resource cluster-wide (it has Roles in some namespaces only), which
+// one LIST of a single item tells the first time. t.mu is held.
+func (t *Tracker) keyOf(ctx context.Context, o Object) informerKey {
+	if o.Namespace == "" {
+		return informerKey{resource: o.Resource}
+	}
+	namespaced, known := t.namespaced[o.Resource]
+	if !known {
+		_, err := t.client.Resource(o.Resource).List(ctx, metav1.ListOptions{Limit: 1})
+		namespaced = apierrors.IsForbidden(err)
+		if err == nil || namespaced {
+			t.namespaced[o.Resource] = namespaced
+		}
+	}
+	if namespaced {
+		return informerKey{resource: o.Resource, namespace: o.Namespace}
+	}
+	return informerKey{resource: o.Resource}
 }
 
 // unlisten undoes listen; an informer nobody waits on stops after t.idle.
-func (t *Tracker) unlisten(w *waiter, objs []Object) {
+func (t *Tracker) unlisten(w *waiter, todo []*pending) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	done := map[schema.GroupVersionResource]bool{}
-	for _, o := range objs {
-		k := t.kinds[o.Resource]
+	done := map[*kind]bool{}
+	for _, p := range todo {
+		k := p.informer
 		if k == nil {
 			continue
 		}
-		delete(k.waiters[o.key()], w)
-		if len(k.waiters[o.key()]) == 0 {
-			delete(k.waiters, o.key())
+		delete(k.waiters[p.key()], w)
+		if len(k.waiters[p.key()]) == 0 {
+			delete(k.waiters, p.key())
 		}
-		if done[o.Resource] {
+		if done[k] {
 			continue
 		}
-		done[o.Resource] = true
-		k.users--
-		if k.users == 0 {
-			gvr := o.Resource
-			k.idle = time.AfterFunc(t.idle, func() { t.stopIdle(gvr, k) })
+		done[k] = true
+		if k.users--; k.users == 0 {
+			k.idle = time.AfterFunc(t.idle, func() { t.stopIdle(k) })
 		}
 	}
 }
 
-func (t *Tracker) stopIdle(gvr schema.GroupVersionResource, k *kind) {
+func (t *Tracker) stopIdle(k *kind) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if k.users > 0 || t.kinds[gvr] != k {
+	if k.users > 0 || t.kinds[k.key] != k {
 		return
 	}
 	k.stop()
-	delete(t.kinds, gvr)
+	delete(t.kinds, k.key)
 }
 
 // Informers says how many informers run: a test's window on idle stopping.
@@ -323,12 +364,12 @@ func (t *Tracker) Informers() int {
 	return len(t.kinds)
 }
 
-// start runs an informer of gvr over Helm's objects; t.mu is held.
-func (t *Tracker) start(gvr schema.GroupVersionResource) *kind {
-	informer := dynamicinformer.NewFilteredDynamicInformer(t.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
+// start runs the informer of key over Helm's objects; t.mu is held.
+func (t *Tracker) start(key informerKey) *kind {
+	informer := dynamicinformer.NewFilteredDynamicInformer(t.client, key.resource, key.namespace, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = ManagedByLabel + "=" + ManagedByHelm }).Informer()
 	_ = informer.SetTransform(slim)
-	k := &kind{informer: informer, waiters: map[string]map[*waiter]struct{}{}}
+	k := &kind{key: key, informer: informer, waiters: map[string]map[*waiter]struct{}{}}
 	notify := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {

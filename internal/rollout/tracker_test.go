@@ -12,8 +12,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +29,7 @@ import (
 var (
 	k8s     client.Client
 	tracker *rollout.Tracker
+	admin   *rest.Config
 )
 
 func TestMain(m *testing.M) {
@@ -35,7 +38,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	k8s = env.Client
+	k8s, admin = env.Client, env.Config
 	tracker = rollout.NewTracker(dynamic.NewForConfigOrDie(env.Config))
 	code := m.Run()
 	_ = env.Stop()
@@ -173,4 +176,32 @@ func TestWait_FailFastOnAFailedJob(t *testing.T) {
 	}}
 	g.Expect(k8s.Status().Update(context.Background(), job)).To(Succeed())
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(MatchError(ContainSubstring("Job " + ns + "/migrate failed"))))
+}
+
+// TestWait_WithRolesInSomeNamespacesOnly: an operator that may list
+// Deployments only in the namespaces it has a Role in (a namespaced install)
+// watches them per namespace, and its waits still end on the rollout.
+func TestWait_WithRolesInSomeNamespacesOnly(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	ctx := context.Background()
+	g.Expect(k8s.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "deployments", Namespace: ns},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch"}}},
+	})).To(Succeed())
+	g.Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deployments", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "deployments"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "namespaced-operator"}},
+	})).To(Succeed())
+	limited := rest.CopyConfig(admin)
+	limited.Impersonate = rest.ImpersonationConfig{UserName: "namespaced-operator"}
+	namespaced := rollout.NewTracker(dynamic.NewForConfigOrDie(limited))
+
+	d := newDeployment(t, ns, "app", helmLabels)
+	done := make(chan error, 1)
+	go func() { done <- namespaced.Wait(ctx, []rollout.Object{objectOf(d)}, time.Minute, rollout.Options{}) }()
+	g.Consistently(done).WithTimeout(time.Second).ShouldNot(Receive())
+	rollOut(g, d)
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 }
