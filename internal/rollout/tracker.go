@@ -357,13 +357,6 @@ func (t *Tracker) stopIdle(k *kind) {
 	delete(t.kinds, k.key)
 }
 
-// Informers says how many informers run: a test's window on idle stopping.
-func (t *Tracker) Informers() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.kinds)
-}
-
 // start runs the informer of key over Helm's objects; t.mu is held.
 func (t *Tracker) start(key informerKey) *kind {
 	informer := dynamicinformer.NewFilteredDynamicInformer(t.client, key.resource, key.namespace, 0, cache.Indexers{},

@@ -209,7 +209,9 @@ func (rs *runs) freeMemoryIfIdle() {
 func runRecovering(ctx context.Context, engine *helm.Engine, req helm.Request) (result helm.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("the Helm run panicked: %v", p)
+			// The panic's value may quote values from Secrets: masked
+			// before it is logged or recorded.
+			err = req.Redactor.Error(fmt.Errorf("the Helm run panicked: %v", p))
 			ctrl.LoggerFrom(ctx).Error(err, "Helm run panicked", "stack", string(debug.Stack()))
 		}
 	}()
