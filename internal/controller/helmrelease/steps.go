@@ -174,11 +174,14 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ct
 		sc.run, sc.runErr, sc.ran = done.result, done.err, true
 		r.recordRun(sc, done)
 		r.runs.recordFailures(key, done.attempt, done.result.Failures)
-		if done.attempt == attemptOf(hr, sc.desired) {
+		requested := hr.Annotations[requestedAtAnnotation] != done.handledReconcileAt
+		if done.attempt == attemptOf(hr, sc.desired) && !requested {
 			return r.runOutcome(ctx, sc)
 		}
-		// The spec, the chart or the values changed while Helm ran: go on
-		// with the new desired state at once.
+		// The spec, the chart or the values changed while Helm ran, or a
+		// reconcile was requested after the run began (the reconcile it
+		// triggered found the run going on): go on at once, so the request
+		// is answered by a run that saw it.
 	} else if r.inSync(ctx, sc) {
 		hr.Status.LastHandledReconcileAt = hr.Annotations[requestedAtAnnotation]
 		return ctrl.Result{}, nil

@@ -97,3 +97,35 @@ func TestRollout_DisableWaitIsReadyWithoutWaiting(t *testing.T) {
 	g.Expect(helmRevisions(g, ns, "nowait")).To(ConsistOf("1=deployed"))
 	g.Expect(deployment(g, ns, "nowait").Status.AvailableReplicas).To(BeZero(), "its pods cannot run")
 }
+
+// TestRollout_ReconcileRequestedDuringAWaitIsHandled: a reconcile request
+// (reconcile.fluxcd.io/requestedAt) that arrives while Helm waits for the
+// release's pods is answered once the wait ends: status records it as
+// handled, as `flux reconcile` and `kubectl kraan reconcile` wait for. The run
+// that was going on started before the request, so it cannot answer it.
+func TestRollout_ReconcileRequestedDuringAWaitIsHandled(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	label := "e2e.kraan.io/" + ns
+	newRelease(t, ns, "asked", "small", withVersion("0.1.0"),
+		withValues(map[string]any{"nodeSelector": map[string]any{label: "go"}}))
+	g.Eventually(func(g Gomega) {
+		g.Expect(helmRevisions(g, ns, "asked")).To(ConsistOf("1=pending-install"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the release waits for its pods")
+
+	const token = "requested-during-the-wait"
+	update(t, ns, "asked", func(hr *kraanv1.HelmRelease) {
+		if hr.Annotations == nil {
+			hr.Annotations = map[string]string{}
+		}
+		hr.Annotations["reconcile.fluxcd.io/requestedAt"] = token
+	})
+	labelNodes(t, label, "go")
+	g.Eventually(func(g Gomega) {
+		hr := get(g, ns, "asked")
+		g.Expect(hr.Status.LastHandledReconcileAt).To(Equal(token))
+		g.Expect(condition(hr, kraanv1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(helmRevisions(g, ns, "asked")).To(ConsistOf("1=deployed"), "the request made no new revision")
+}
