@@ -20,7 +20,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
@@ -28,6 +27,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/addonslayer"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/health"
+	"github.com/kraan-io/kraan-operator/internal/metricsauth"
 	"github.com/kraan-io/kraan-operator/internal/olm"
 	"github.com/kraan-io/kraan-operator/internal/operator"
 )
@@ -103,7 +103,7 @@ func startManager(ctx context.Context, opts *options) error {
 	if opts.metricsSecure {
 		// Only callers the API server authenticates and authorizes for
 		// `get /metrics` may scrape.
-		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+		metrics.FilterProvider = metricsauth.Filter
 	}
 	chartKinds, err := opts.loadWatches()
 	if err != nil {
