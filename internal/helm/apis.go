@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/kubectl/pkg/validation"
+
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +43,9 @@ type servedAPIs struct {
 
 	mu   sync.Mutex
 	caps *chartutil.Capabilities
+	// validators are the schemas Helm's Build validates manifests with,
+	// by user and directive (see sharedValidators).
+	validators map[string]validation.Schema
 }
 
 // capabilities returns a copy of the cluster's capabilities as Helm computes
@@ -72,12 +77,36 @@ func (s *servedAPIs) capabilities() *chartutil.Capabilities {
 	return s.caps.Copy()
 }
 
+// validator returns the schema kept under key, built by build the first
+// time; build's own when the watches could not start.
+func (s *servedAPIs) validator(key string, build func() (validation.Schema, error)) (validation.Schema, error) {
+	s.start.Do(s.watch)
+	if !s.watching {
+		return build()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.validators[key]; ok {
+		return v, nil
+	}
+	v, err := build()
+	if err != nil {
+		return nil, err
+	}
+	if s.validators == nil {
+		s.validators = map[string]validation.Schema{}
+	}
+	s.validators[key] = v
+	return v, nil
+}
+
 // invalidate forgets what the cluster serves: a CRD or an APIService changed,
 // or a release's CRDs were just installed.
 func (s *servedAPIs) invalidate() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.caps = nil
+	s.validators = nil
 	s.discovery.Invalidate()
 	s.reset()
 }

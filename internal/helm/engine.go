@@ -104,6 +104,9 @@ func (e *Engine) configFor(target Target, debug action.DebugLog, pause func() fu
 		return nil, fmt.Errorf("initialising Helm for release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
 	}
 	if kc, ok := cfg.KubeClient.(*kube.Client); ok {
+		if !target.FreshClients && apis != nil {
+			kc.Factory = &sharedValidators{Factory: kc.Factory, apis: apis, user: target.Impersonate}
+		}
 		cfg.KubeClient = &watchingClient{Client: kc, tracker: tracker, pause: pause, apis: apis}
 	}
 	if !target.FreshClients && apis != nil {
