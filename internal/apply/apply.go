@@ -8,6 +8,7 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
 	"github.com/fluxcd/pkg/ssa"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -77,21 +78,36 @@ func NewApplier(c client.Client, readyKinds ...schema.GroupKind) *Applier {
 	for _, gk := range readyKinds {
 		kinds[gk] = true
 	}
-	return &Applier{
-		client:     c,
-		manager:    ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldManager, Group: "kraan.io"}),
-		readyKinds: kinds,
+	manager := ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldManager, Group: "kraan.io"})
+	// A layer's reconcile reads and dry-runs each of its objects: one at a
+	// time, those round trips are most of the time a layer takes on top of
+	// its rollout, and it runs again on every change of an object's health.
+	manager.SetConcurrency(concurrentReads)
+	return &Applier{client: c, manager: manager, readyKinds: kinds}
+}
+
+// concurrentReads bounds the requests one layer sends at once.
+const concurrentReads = 8
+
+// forEach calls fn for every object, concurrentReads at a time, and returns
+// the first error.
+func forEach(ctx context.Context, objs []*unstructured.Unstructured, fn func(ctx context.Context, i int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrentReads)
+	for i := range objs {
+		g.Go(func() error { return fn(ctx, i) })
 	}
+	return g.Wait()
 }
 
 // Apply applies objs, owned by layer, server-side in stages (see the package
 // doc) and returns how many objects changed. It first checks that no object is
 // owned by another layer: nothing is applied when one is.
 func (a *Applier) Apply(ctx context.Context, layer string, objs []*unstructured.Unstructured) (int, error) {
-	for _, obj := range objs {
-		if err := a.checkOwner(ctx, layer, obj); err != nil {
-			return 0, err
-		}
+	if err := forEach(ctx, objs, func(ctx context.Context, i int) error {
+		return a.checkOwner(ctx, layer, objs[i])
+	}); err != nil {
+		return 0, err
 	}
 	opts := ssa.DefaultApplyOptions()
 	opts.ForceSelector = map[string]string{ForceAnnotation: ForceEnabled}

@@ -50,6 +50,17 @@ func (a *Applier) HealthOf(ctx context.Context, obj *unstructured.Unstructured) 
 		Reason: res.Status.String(), Message: res.Message}, nil
 }
 
+// HealthOfAll is HealthOf for each of objs, read concurrently; the result
+// is in the order of objs.
+func (a *Applier) HealthOfAll(ctx context.Context, objs []*unstructured.Unstructured) ([]Health, error) {
+	health := make([]Health, len(objs))
+	err := forEach(ctx, objs, func(ctx context.Context, i int) (err error) {
+		health[i], err = a.HealthOf(ctx, objs[i])
+		return err
+	})
+	return health, err
+}
+
 // readyConditionHealth applies the kstatus rule for kinds with a Ready
 // condition, without kstatus's benefit of the doubt for an object that has no
 // status yet.

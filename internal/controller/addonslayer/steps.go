@@ -161,12 +161,13 @@ func applyingSince(sc *layerScope, changed bool) time.Time {
 // for all of them. The message names the first object not ready and its
 // latest reason. Past spec.timeout the layer is Failed, and keeps checking.
 func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) *halt {
+	health, err := r.Applier.HealthOfAll(ctx, sc.objects)
+	if err != nil {
+		return failed(reasonApplyFailed, err)
+	}
 	var first string
 	for i, obj := range sc.objects {
-		h, err := r.Applier.HealthOf(ctx, obj)
-		if err != nil {
-			return failed(reasonApplyFailed, err)
-		}
+		h := health[i]
 		setResourceStatus(&sc.inventory[i], h, sc.now)
 		if !h.Ready && first == "" {
 			first = fmt.Sprintf("waiting for %s: %s: %s", apply.Describe(obj), h.Reason, h.Message)
