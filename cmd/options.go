@@ -150,7 +150,8 @@ func (o *options) checkLeaderElection() error {
 
 // zapOptions turns --log-format and --log-level into controller-runtime's zap options.
 func (o *options) zapOptions() (*zap.Options, error) {
-	zopts := &zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder}
+	// Milliseconds, as Flux logs them: a reconcile's steps take tens of them.
+	zopts := &zap.Options{TimeEncoder: zapcore.TimeEncoderOfLayout("2006-01-02T15:04:05.000Z07:00")}
 	switch o.logFormat {
 	case "json":
 		zopts.Development = false

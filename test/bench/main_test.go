@@ -109,6 +109,10 @@ func writeResults(out string, r report.Results) error {
 	if err := os.WriteFile(filepath.Join(out, "tables.md"), []byte(tables.String()), 0o644); err != nil {
 		return err
 	}
+	if len(r.Sizes) == 0 {
+		fmt.Println("Results in " + filepath.Join(out, "results.json") + " (no release counts measured: no plot)")
+		return nil
+	}
 	svg := filepath.Join(out, "bench.svg")
 	if err := report.Plot(r, svg); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
 	"math"
@@ -31,6 +32,9 @@ var (
 // named so in the legend) and the operator's RSS against the number of
 // releases (peak and when all were Ready).
 func Plot(r Results, path string) error {
+	if len(r.Sizes) == 0 {
+		return errors.New("no release counts measured: nothing to plot")
+	}
 	sizes := append([]Size(nil), r.Sizes...)
 	sort.Slice(sizes, func(i, j int) bool { return sizes[i].Releases < sizes[j].Releases })
 	timePlot, err := timePanel(sizes)

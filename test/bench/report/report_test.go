@@ -64,3 +64,10 @@ func TestPlot_rendersSVGFromWrittenResults(t *testing.T) {
 	g.Expect(string(svg)).To(ContainSubstring("<svg"))
 	g.Expect(string(svg)).To(ContainSubstring("extrapolated"))
 }
+
+// TestPlot_noReleaseCounts: a run of the layers alone has no release counts
+// to plot; Plot says so instead of panicking in the plotting library.
+func TestPlot_noReleaseCounts(t *testing.T) {
+	err := report.Plot(report.Results{}, filepath.Join(t.TempDir(), "bench.svg"))
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("nothing to plot")))
+}
