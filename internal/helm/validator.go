@@ -1,9 +1,12 @@
 package helm
 
 import (
+	"sync"
+
 	"helm.sh/helm/v3/pkg/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubectl/pkg/validation"
+	"sigs.k8s.io/yaml"
 )
 
 // sharedValidators serves Helm's Build the same validator for every action
@@ -33,6 +36,43 @@ func (f *sharedValidators) Validator(directive string) (validation.Schema, error
 		return f.Factory.Validator(directive) // validates nothing, costs nothing
 	}
 	return f.apis.validator(f.user+"\x00"+directive, func() (validation.Schema, error) {
-		return f.Factory.Validator(directive)
+		v, err := f.Factory.Validator(directive)
+		if err != nil {
+			return nil, err
+		}
+		return &firstOfAKindAlone{Schema: v, seen: map[string]bool{}}, nil
 	})
+}
+
+// firstOfAKindAlone validates the first object of each kind alone: the
+// validator caches its answer for a kind only once it has one, so the
+// releases of a wave, all rendering Deployments, would each parse the same
+// OpenAPI document at once.
+type firstOfAKindAlone struct {
+	validation.Schema
+	first sync.Mutex // held while a kind is validated the first time
+	mu    sync.Mutex
+	seen  map[string]bool
+}
+
+// ValidateBytes implements validation.Schema.
+func (s *firstOfAKindAlone) ValidateBytes(data []byte) error {
+	var kind metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &kind); err != nil {
+		return s.Schema.ValidateBytes(data) // says what is wrong with it
+	}
+	key := kind.APIVersion + "/" + kind.Kind
+	s.mu.Lock()
+	seen := s.seen[key]
+	s.mu.Unlock()
+	if seen {
+		return s.Schema.ValidateBytes(data)
+	}
+	s.first.Lock()
+	defer s.first.Unlock()
+	err := s.Schema.ValidateBytes(data)
+	s.mu.Lock()
+	s.seen[key] = true
+	s.mu.Unlock()
+	return err
 }
