@@ -90,14 +90,25 @@ func NewApplier(c client.Client, readyKinds ...schema.GroupKind) *Applier {
 const concurrentReads = 8
 
 // forEach calls fn for every object, concurrentReads at a time, and returns
-// the first error.
+// the error of the first object in objs' order that failed, so a message
+// names the same object whichever request answered first.
 func forEach(ctx context.Context, objs []*unstructured.Unstructured, fn func(ctx context.Context, i int) error) error {
-	g, ctx := errgroup.WithContext(ctx)
+	errs := make([]error, len(objs))
+	var g errgroup.Group
 	g.SetLimit(concurrentReads)
 	for i := range objs {
-		g.Go(func() error { return fn(ctx, i) })
+		g.Go(func() error {
+			errs[i] = fn(ctx, i)
+			return nil
+		})
 	}
-	return g.Wait()
+	_ = g.Wait() // the errors are in errs
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Apply applies objs, owned by layer, server-side in stages (see the package

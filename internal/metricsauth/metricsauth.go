@@ -59,7 +59,6 @@ func Filter(config *rest.Config, httpClient *http.Client) (metricsserver.Filter,
 		access:    authz.SubjectAccessReviews(),
 		users:     newCache[authenticationv1.UserInfo](),
 		decisions: newCache[bool](),
-		now:       time.Now,
 	}
 	return g.filter, nil
 }
@@ -70,7 +69,6 @@ type gate struct {
 	access    authorizationclient.SubjectAccessReviewInterface
 	users     *cache[authenticationv1.UserInfo]
 	decisions *cache[bool]
-	now       func() time.Time
 }
 
 func (g *gate) filter(log logr.Logger, next http.Handler) (http.Handler, error) {
@@ -119,7 +117,7 @@ func bearerToken(req *http.Request) (string, bool) {
 func (g *gate) authenticate(ctx context.Context, token string) (authenticationv1.UserInfo, bool, error) {
 	// The cache is keyed by the token's hash: no token stays in memory.
 	key := fmt.Sprintf("%x", sha256.Sum256([]byte(token)))
-	if user, ok := g.users.get(key, g.now()); ok {
+	if user, ok := g.users.get(key); ok {
 		return user, user.Username != "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
@@ -134,7 +132,7 @@ func (g *gate) authenticate(ctx context.Context, token string) (authenticationv1
 	if review.Status.Authenticated {
 		user = review.Status.User
 	}
-	g.users.put(key, user, g.now(), authenticatedTTL)
+	g.users.put(key, user, authenticatedTTL)
 	return user, user.Username != "", nil
 }
 
@@ -142,7 +140,7 @@ func (g *gate) authenticate(ctx context.Context, token string) (authenticationv1
 // non-resource path.
 func (g *gate) authorize(ctx context.Context, user authenticationv1.UserInfo, verb, path string) (bool, error) {
 	key := strings.Join([]string{user.Username, user.UID, strings.Join(user.Groups, ","), verb, path}, "\x00")
-	if allowed, ok := g.decisions.get(key, g.now()); ok {
+	if allowed, ok := g.decisions.get(key); ok {
 		return allowed, nil
 	}
 	extra := map[string]authorizationv1.ExtraValue{}
@@ -165,7 +163,7 @@ func (g *gate) authorize(ctx context.Context, user authenticationv1.UserInfo, ve
 	if allowed {
 		ttl = allowedTTL
 	}
-	g.decisions.put(key, allowed, g.now(), ttl)
+	g.decisions.put(key, allowed, ttl)
 	return allowed, nil
 }
 
@@ -182,18 +180,19 @@ type entry[V any] struct {
 
 func newCache[V any]() *cache[V] { return &cache[V]{entries: map[string]entry[V]{}} }
 
-func (c *cache[V]) get(key string, now time.Time) (V, bool) {
+func (c *cache[V]) get(key string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
-	if !ok || !now.Before(e.expires) {
+	if !ok || !time.Now().Before(e.expires) {
 		var zero V
 		return zero, false
 	}
 	return e.value, true
 }
 
-func (c *cache[V]) put(key string, value V, now time.Time, ttl time.Duration) {
+func (c *cache[V]) put(key string, value V, ttl time.Duration) {
+	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= maxCached {

@@ -76,10 +76,11 @@ type Tracker struct {
 
 	mu    sync.Mutex
 	kinds map[informerKey]*kind
-	// namespaced lists the resources the operator may not list
-	// cluster-wide (Roles in some namespaces only): they are watched per
-	// namespace.
-	namespaced map[schema.GroupVersionResource]bool
+	// namespaced says, per resource probed, whether the operator may not
+	// list it cluster-wide (Roles in some namespaces only): it is then
+	// watched per namespace.
+	namespacedMu sync.Mutex
+	namespaced   map[schema.GroupVersionResource]bool
 }
 
 // informerKey names an informer: a resource, cluster-wide ("") or in one
@@ -270,10 +271,16 @@ func (t *Tracker) current(ctx context.Context, k *kind, p *pending) (*unstructur
 // listen registers w for the objects' changes, starting the informers it
 // needs and waiting for them to sync.
 func (t *Tracker) listen(ctx context.Context, w *waiter, todo []*pending) error {
+	// Before t.mu: the first wait on a resource may ask the API server
+	// whether it may list it cluster-wide, and events wait on t.mu.
+	keys := make([]informerKey, len(todo))
+	for i, p := range todo {
+		keys[i] = t.keyOf(ctx, p.Object)
+	}
 	used := map[*kind]bool{}
 	t.mu.Lock()
-	for _, p := range todo {
-		key := t.keyOf(ctx, p.Object)
+	for i, p := range todo {
+		key := keys[i]
 		k := t.kinds[key]
 		if k == nil {
 			k = t.start(key)
@@ -304,11 +311,13 @@ func (t *Tracker) listen(ctx context.Context, w *waiter, todo []*pending) error 
 
 // keyOf is the informer for o: cluster-wide, unless the operator may not
 // list o's resource cluster-wide (it has Roles in some namespaces only), which
-// one LIST of a single item tells the first time. t.mu is held.
+// one LIST of a single item tells the first time.
 func (t *Tracker) keyOf(ctx context.Context, o Object) informerKey {
 	if o.Namespace == "" {
 		return informerKey{resource: o.Resource}
 	}
+	t.namespacedMu.Lock()
+	defer t.namespacedMu.Unlock()
 	namespaced, known := t.namespaced[o.Resource]
 	if !known {
 		_, err := t.client.Resource(o.Resource).List(ctx, metav1.ListOptions{Limit: 1})
