@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kraan-io/kraan-operator/internal/controller/habitat"
 	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
@@ -61,7 +64,13 @@ func (o *options) namespaces() []string {
 // are often the larger part of an object (a third of the cache at 1000
 // releases).
 func (o *options) cacheOptions() cache.Options {
-	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	opts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		// The Habitat controller's peer lists are the only ConfigMaps read
+		// from the cache (values come from the API server): a cluster's
+		// other ConfigMaps are never cached.
+		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: habitat.PeerGroupSelector()}},
+	}
 	nss := o.namespaces()
 	if len(nss) == 0 {
 		return opts

@@ -7,8 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/kraan-io/kraan-operator/internal/controller/habitat"
 )
 
 func TestOptions_LoadWatches_InvalidEntryNamed(t *testing.T) {
@@ -64,4 +67,19 @@ func TestOptions_CacheDropsManagedFields(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.(*corev1.ConfigMap).ManagedFields).To(BeEmpty())
 	g.Expect((&options{watchNamespace: "a"}).cacheOptions().DefaultTransform).NotTo(BeNil())
+}
+
+// Only the Habitat controller's peer lists are read from the cache: no other
+// ConfigMap of the cluster is cached.
+func TestOptions_CacheHoldsOnlyPeerListConfigMaps(t *testing.T) {
+	g := NewWithT(t)
+	var selector labels.Selector
+	for obj, by := range (&options{}).cacheOptions().ByObject {
+		if _, ok := obj.(*corev1.ConfigMap); ok {
+			selector = by.Label
+		}
+	}
+	g.Expect(selector).NotTo(BeNil())
+	g.Expect(selector.Matches(labels.Set{habitat.PeerGroupLabel: "ring.shop"})).To(BeTrue())
+	g.Expect(selector.Matches(labels.Set{"app": "x"})).To(BeFalse())
 }

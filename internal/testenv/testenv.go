@@ -163,14 +163,19 @@ func InstallCRDs(cfg *rest.Config) error {
 
 // NewManager returns a manager on cfg for a test: the operator's scheme, no
 // metrics server, and controller names not checked for uniqueness, since the
-// tests of a package start one manager each in one process.
-func NewManager(t testing.TB, cfg *rest.Config) ctrl.Manager {
+// tests of a package start one manager each in one process. Each of with
+// changes those options, e.g. to cache as the operator does.
+func NewManager(t testing.TB, cfg *rest.Config, with ...func(*ctrl.Options)) ctrl.Manager {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:     Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	for _, w := range with {
+		w(&opts)
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatalf("creating a manager: %v", err)
 	}

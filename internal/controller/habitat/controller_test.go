@@ -17,6 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
@@ -44,7 +46,10 @@ func startHabitatEnv(t *testing.T) client.Client {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })
 	testenv.OperatorLog()
-	mgr := testenv.NewManager(t, env.Config)
+	// The operator caches only labelled ConfigMaps (cmd's cache options).
+	mgr := testenv.NewManager(t, env.Config, func(o *ctrl.Options) {
+		o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: PeerGroupSelector()}}
+	})
 	engine, err := helm.NewEngine(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	workers := kit.ControllerOptions{MaxConcurrentReconciles: 2}
@@ -137,6 +142,20 @@ func TestReconciler_PeerListsPerRing(t *testing.T) {
 	// A hand-deleted list is rewritten.
 	g.Expect(c.Delete(ctx, cm)).To(Succeed())
 	g.Eventually(peerList(c, "ring.shop"), habitatTimeout).Should(Equal("10.0.0.1\n10.0.0.3"))
+
+	// A list whose label was removed by hand leaves the operator's cache;
+	// it is still rewritten, label included, when its ring changes.
+	cm = &corev1.ConfigMap{}
+	g.Expect(c.Get(ctx, types.NamespacedName{Namespace: "rings", Name: PeerConfigMapName("ring.shop")}, cm)).To(Succeed())
+	delete(cm.Labels, PeerGroupLabel)
+	g.Expect(c.Update(ctx, cm)).To(Succeed())
+	runPod(t, c, web, "web-2", "10.0.0.4")
+	g.Eventually(func(g Gomega) map[string]string {
+		got := &corev1.ConfigMap{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), got)).To(Succeed())
+		g.Expect(got.Data).To(HaveKeyWithValue(PeerWatchFileKey, "10.0.0.1\n10.0.0.3\n10.0.0.4"))
+		return got.Labels
+	}, habitatTimeout).Should(HaveKeyWithValue(PeerGroupLabel, "ring.shop"))
 }
 
 func TestReconciler_ChartAndRingKey(t *testing.T) {

@@ -6,8 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -69,15 +67,11 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
 // newHabitatPodCache returns a cache of the pods that carry the peer group
 // label, in the watched namespaces.
 func newHabitatPodCache(mgr ctrl.Manager, opts Options) (cache.Cache, error) {
-	req, err := labels.NewRequirement(PeerGroupLabel, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
 	cacheOpts := cache.Options{
 		Scheme: mgr.GetScheme(),
 		Mapper: mgr.GetRESTMapper(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*req)},
+			&corev1.Pod{}: {Label: PeerGroupSelector()},
 		},
 	}
 	if len(opts.WatchNamespaces) > 0 {

@@ -6,7 +6,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -52,20 +55,46 @@ func (r *Reconciler) reconcilePeers(ctx context.Context, sc *habitatScope, obj *
 	if err != nil {
 		return err
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: PeerConfigMapName(sc.group)}}
-	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, cm, func() error {
-		if cm.Labels == nil {
-			cm.Labels = map[string]string{}
+	key := client.ObjectKey{Namespace: obj.Namespace, Name: PeerConfigMapName(sc.group)}
+	mutate := func(cm *corev1.ConfigMap) func() error {
+		return func() error {
+			if cm.Labels == nil {
+				cm.Labels = map[string]string{}
+			}
+			cm.Labels[PeerGroupLabel] = sc.group
+			cm.Data = map[string]string{PeerWatchFileKey: strings.Join(sc.peers, "\n")}
+			cm.OwnerReferences = owners
+			return nil
 		}
-		cm.Labels[PeerGroupLabel] = sc.group
-		cm.Data = map[string]string{PeerWatchFileKey: strings.Join(sc.peers, "\n")}
-		cm.OwnerReferences = owners
-		return nil
-	})
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, cm, mutate(cm))
+	if apierrors.IsAlreadyExists(err) {
+		// The cache holds only labelled peer lists (PeerGroupSelector):
+		// this one lost its label by hand. Read it from the API server
+		// and write it whole again, label included.
+		cm = &corev1.ConfigMap{}
+		if err = r.APIReader.Get(ctx, key, cm); err == nil {
+			_ = mutate(cm)()
+			err = r.Update(ctx, cm)
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("writing peer list %s: %w", cm.Name, err)
+		return fmt.Errorf("writing peer list %s: %w", key.Name, err)
 	}
 	return nil
+}
+
+// PeerGroupSelector selects what carries a peer group label: the chart's
+// pods and the peer lists this controller writes. Those are the only
+// ConfigMaps the operator reads from its cache, so the only ones it caches,
+// rather than every ConfigMap of the cluster.
+func PeerGroupSelector() labels.Selector {
+	req, err := labels.NewRequirement(PeerGroupLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key: cannot happen
+	}
+	return labels.NewSelector().Add(*req)
 }
 
 // groupMembers returns owner references to the live Habitats of a group.
