@@ -6,11 +6,16 @@
 package operator
 
 import (
+	"context"
 	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -79,6 +84,9 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	if err := setupChartBacked(mgr, engine, opts); err != nil {
 		return err
 	}
+	if err := mgr.Add(warmUp(engine, mgr.GetLogger().WithName("helm-warm-up"))); err != nil {
+		return err
+	}
 	if !LayersEnabled(opts.WatchNamespaces) {
 		mgr.GetLogger().Info("AddonsLayer controller disabled: it needs the whole cluster, the operator watches only some namespaces",
 			"namespaces", opts.WatchNamespaces)
@@ -121,3 +129,19 @@ func chartBackedKinds(ws []watches.Watch) []schema.GroupVersionKind {
 // Leader election and events are needed by every controller.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
+
+// warmUp runs the Helm engine's warm-up once the operator leads, beside the
+// controllers: the first releases need not wait for discovery and OpenAPI
+// documents inside their reconciles. A failure is only logged; the first
+// action then does the same work itself.
+func warmUp(engine *helm.Engine, log logr.Logger) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		start := time.Now()
+		if err := engine.Warm(ctx); err != nil {
+			log.Info("Warming up Helm failed; the first release does it instead", "error", err.Error())
+			return nil
+		}
+		log.V(1).Info("Warmed up Helm", "took", time.Since(start).String())
+		return nil
+	})
+}
