@@ -167,9 +167,13 @@ func (r *operatorRun) idle(ctx context.Context) error {
 	if _, r.res.IdleRSSMiB, err = r.op.memoryMiB(); err != nil {
 		return err
 	}
+	if r.res.IdleAnonMiB, r.res.IdleFileMiB, err = r.op.residentSplitMiB(); err != nil {
+		return err
+	}
 	// The heap profile of the steady state, for `go tool pprof` (where the
-	// RSS goes).
-	return r.op.saveHeapProfile(ctx, filepath.Join(r.dir, fmt.Sprintf("heap-%d.pprof", r.n)))
+	// RSS goes); taken last, as its GC changes the resident set.
+	r.res.IdleHeapMiB, err = r.op.saveHeapProfile(ctx, filepath.Join(r.dir, fmt.Sprintf("heap-%d.pprof", r.n)))
+	return err
 }
 
 // resync asks for a reconcile of every HelmRelease (Flux's

@@ -85,7 +85,7 @@ func (o *operatorProcess) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {
-		if o.get(ctx, o.probe) == nil {
+		if _, err := o.get(ctx, o.probe); err == nil {
 			o.readyz = time.Now()
 			return nil
 		}
@@ -99,20 +99,21 @@ func (o *operatorProcess) waitReady(ctx context.Context) error {
 	}
 }
 
-func (o *operatorProcess) get(ctx context.Context, url string) error {
+// get reads url, one of the process's endpoints.
+func (o *operatorProcess) get(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_ = resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
 	}
-	return nil
+	return io.ReadAll(resp.Body)
 }
 
 // scrape reads the operator's metrics.
@@ -192,22 +193,51 @@ func (o *operatorProcess) memoryMiB() (hwm, rss float64, err error) {
 	return hwm, rss, nil
 }
 
-// saveHeapProfile writes the process's heap profile to path.
-func (o *operatorProcess) saveHeapProfile(ctx context.Context, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.pprof+"/heap", http.NoBody)
+// residentSplitMiB splits the process's resident set (smaps_rollup) into
+// anonymous memory and pages mapped from files (its executable).
+func (o *operatorProcess) residentSplitMiB() (anon, file float64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", o.proc.PID()))
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	resp, err := httpClient.Do(req)
+	var rss float64
+	for line := range strings.SplitSeq(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(fields[1], 64)
+		switch fields[0] {
+		case "Rss:":
+			rss = kb / 1024
+		case "Anonymous:":
+			anon = kb / 1024
+		}
+	}
+	return anon, rss - anon, nil
+}
+
+// saveHeapProfile writes the process's heap profile, taken after a GC, to
+// path, and returns the heap in use then (MemStats.HeapAlloc).
+func (o *operatorProcess) saveHeapProfile(ctx context.Context, path string) (heapMiB float64, err error) {
+	data, err := o.get(ctx, o.pprof+"/heap?gc=1")
 	if err != nil {
-		return fmt.Errorf("reading the heap profile: %w", err)
+		return 0, err
 	}
-	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(resp.Body)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return 0, err
+	}
+	text, err := o.get(ctx, o.pprof+"/heap?debug=1")
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return os.WriteFile(path, data, 0o600)
+	for line := range strings.SplitSeq(string(text), "\n") {
+		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			bytes, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return bytes / (1 << 20), err
+		}
+	}
+	return 0, errors.New("the heap profile has no HeapAlloc line")
 }
 
 // cpuTime returns the process's user plus system CPU time so far.

@@ -72,6 +72,14 @@ type Operator struct {
 	// IdleRSSMiB is its VmRSS at the end of the idle window: the releases
 	// Deployed and in sync, the rollout's garbage returned.
 	IdleRSSMiB float64 `json:"idleRSSMiB"`
+	// IdleAnonMiB and IdleFileMiB split IdleRSSMiB (smaps_rollup): the
+	// process's own memory (heap, stacks) and the pages of its executable
+	// mapped from the page cache, which are clean, shared and reclaimable.
+	IdleAnonMiB float64 `json:"idleAnonMiB,omitempty"`
+	IdleFileMiB float64 `json:"idleFileMiB,omitempty"`
+	// IdleHeapMiB is the Go heap in use then (runtime/metrics
+	// /memory/classes/heap/objects:bytes), after a GC.
+	IdleHeapMiB float64 `json:"idleHeapMiB,omitempty"`
 	// IdleCPUPercent is the process's CPU time (user+system) over
 	// IdleWindowSeconds right after all were Ready, in % of one core.
 	IdleCPUPercent    float64 `json:"idleCPUPercent"`

@@ -41,7 +41,9 @@ func systems(w io.Writer, s Size) {
 		label = fmt.Sprintf("sequential Helm SDK, wait (floor; extrapolated from %d)", s.SDK.Measured)
 	}
 	fmt.Fprintf(w, "| %s | %s | %s | — | — | — | — | — | — | — | — |\n\n", label, secs(s.SDK.Seconds), ratio(s.SDK.Seconds, s.Raw.Seconds))
-	fmt.Fprintf(w, "Operator: %.0f Helm actions while installing; idle CPU over %.0f s; resync took %s "+
+	fmt.Fprintf(w, "Operator: RSS idle %.0f MiB = %.0f MiB anonymous (Go heap in use %.0f MiB) + %.0f MiB of the executable "+
+		"mapped from the page cache; ", op.IdleRSSMiB, op.IdleAnonMiB, op.IdleHeapMiB, op.IdleFileMiB)
+	fmt.Fprintf(w, "%.0f Helm actions while installing; idle CPU over %.0f s; resync took %s "+
 		"(%d new revisions); cold start: /readyz after %s, all confirmed Ready after %s (%.0f reconciles, "+
 		"%.0f Helm actions, %d new revisions, %.1f API requests / release).\n\n",
 		op.HelmActionsInstall, op.IdleWindowSeconds, secs(op.Resync.Seconds), op.Resync.NewRevisions,
