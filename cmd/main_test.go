@@ -121,6 +121,7 @@ current-context: c
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cfg.QPS).To(BeNumerically("<", 0), "client-go's default rate limit applies")
 	g.Expect(cfg.Host).To(Equal("https://127.0.0.1:6443"))
+	g.Expect(cfg.DisableCompression).To(BeTrue(), "the operator's own cluster is not asked for gzip")
 }
 
 func freeAddr(t *testing.T) string {

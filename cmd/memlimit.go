@@ -16,6 +16,27 @@ const cgroupRoot = "/sys/fs/cgroup"
 // binary, so the garbage collector works harder before the kernel kills.
 const memoryLimitShare = 0.9
 
+// defaultGCPercent is how far the heap may grow past what the last
+// collection kept before the next one, unless GOGC says otherwise. The
+// operator's heap is mostly informer caches that live as long as the
+// process; Go's default, 100, lets it grow to twice them, and the pages a
+// wave of installs spread them over stay resident. Measured at 1000
+// releases, 50 keeps the idle resident set ~10 MiB lower for a GC that
+// costs ~3 % of the operator's CPU.
+const defaultGCPercent = 50
+
+// setGCPercent applies defaultGCPercent unless GOGC is set; it returns the
+// percentage in force.
+func setGCPercent() int {
+	if os.Getenv("GOGC") != "" {
+		current := debug.SetGCPercent(100)
+		debug.SetGCPercent(current)
+		return current
+	}
+	debug.SetGCPercent(defaultGCPercent)
+	return defaultGCPercent
+}
+
 // setMemoryLimitFromCgroup sets the Go runtime's soft memory limit to 90 % of
 // the container's memory limit, unless GOMEMLIMIT says otherwise or there is
 // no limit. It returns the limit set, 0 for none.

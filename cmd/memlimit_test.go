@@ -53,3 +53,19 @@ func TestSetMemoryLimitFromCgroup(t *testing.T) {
 	g.Expect(setMemoryLimitFromCgroup(root)).To(BeZero())
 	g.Expect(debug.SetMemoryLimit(-1)).To(Equal(before))
 }
+
+// The heap grows by half between collections unless GOGC says otherwise.
+func TestSetGCPercent(t *testing.T) {
+	g := NewWithT(t)
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	t.Setenv("GOGC", "")
+	g.Expect(setGCPercent()).To(Equal(defaultGCPercent))
+	g.Expect(debug.SetGCPercent(100)).To(Equal(defaultGCPercent))
+
+	// GOGC set by the user wins: the runtime read it at start.
+	debug.SetGCPercent(80)
+	t.Setenv("GOGC", "80")
+	g.Expect(setGCPercent()).To(Equal(80))
+	g.Expect(debug.SetGCPercent(100)).To(Equal(80))
+}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,10 +68,16 @@ func (o *options) namespaces() []string {
 func (o *options) cacheOptions() cache.Options {
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
-		// The Habitat controller's peer lists are the only ConfigMaps read
-		// from the cache (values come from the API server): a cluster's
-		// other ConfigMaps are never cached.
-		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: habitat.PeerGroupSelector()}},
+		ByObject: map[client.Object]cache.ByObject{
+			// The Habitat controller's peer lists are the only ConfigMaps
+			// read from the cache (values come from the API server): a
+			// cluster's other ConfigMaps are never cached.
+			&corev1.ConfigMap{}: {Label: habitat.PeerGroupSelector()},
+			// Secrets are watched, metadata only, for values and ring keys
+			// changing. Helm's release records (owner=helm), one per
+			// revision, are neither: they are read by label when needed.
+			&corev1.Secret{}: {Label: notHelmReleaseRecords},
+		},
 	}
 	nss := o.namespaces()
 	if len(nss) == 0 {
@@ -81,3 +89,13 @@ func (o *options) cacheOptions() cache.Options {
 	}
 	return opts
 }
+
+// notHelmReleaseRecords selects every Secret but the release records Helm's
+// storage driver writes, which it labels owner=helm.
+var notHelmReleaseRecords = func() labels.Selector {
+	req, err := labels.NewRequirement("owner", selection.NotEquals, []string{"helm"})
+	if err != nil {
+		panic(err) // constant arguments: cannot happen
+	}
+	return labels.NewSelector().Add(*req)
+}()

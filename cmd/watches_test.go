@@ -83,3 +83,19 @@ func TestOptions_CacheHoldsOnlyPeerListConfigMaps(t *testing.T) {
 	g.Expect(selector.Matches(labels.Set{habitat.PeerGroupLabel: "ring.shop"})).To(BeTrue())
 	g.Expect(selector.Matches(labels.Set{"app": "x"})).To(BeFalse())
 }
+
+// Helm's release records, one Secret per revision, are not cached: nothing
+// reads them from the cache. Other Secrets are, for values and ring keys.
+func TestOptions_CacheSkipsHelmReleaseRecords(t *testing.T) {
+	g := NewWithT(t)
+	var selector labels.Selector
+	for obj, by := range (&options{}).cacheOptions().ByObject {
+		if _, ok := obj.(*corev1.Secret); ok {
+			selector = by.Label
+		}
+	}
+	g.Expect(selector).NotTo(BeNil())
+	g.Expect(selector.Matches(labels.Set{"owner": "helm", "name": "r", "status": "deployed"})).To(BeFalse())
+	g.Expect(selector.Matches(labels.Set{})).To(BeTrue())
+	g.Expect(selector.Matches(labels.Set{"app": "x"})).To(BeTrue())
+}
