@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,10 +71,9 @@ func (o *options) cacheOptions() cache.Options {
 			// read from the cache (values come from the API server): a
 			// cluster's other ConfigMaps are never cached.
 			&corev1.ConfigMap{}: {Label: habitat.PeerGroupSelector()},
-			// Secrets are watched, metadata only, for values and ring keys
-			// changing. Helm's release records (owner=helm), one per
-			// revision, are neither: they are read by label when needed.
-			&corev1.Secret{}: {Label: notHelmReleaseRecords},
+			// Secrets stay cached whole (metadata only): besides values and
+			// ring keys, the in-sync check reads Helm's release records
+			// (owner=helm) from there instead of listing them per resync.
 		},
 	}
 	nss := o.namespaces()
@@ -89,13 +86,3 @@ func (o *options) cacheOptions() cache.Options {
 	}
 	return opts
 }
-
-// notHelmReleaseRecords selects every Secret but the release records Helm's
-// storage driver writes, which it labels owner=helm.
-var notHelmReleaseRecords = func() labels.Selector {
-	req, err := labels.NewRequirement("owner", selection.NotEquals, []string{"helm"})
-	if err != nil {
-		panic(err) // constant arguments: cannot happen
-	}
-	return labels.NewSelector().Add(*req)
-}()
