@@ -112,7 +112,7 @@ func newClusterClients(config *rest.Config) (*clusterClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the discovery client: %w", err)
 	}
-	cached := &versionCache{CachedDiscoveryInterface: memory.NewMemCacheClient(dc)}
+	cached := &versionCache{CachedDiscoveryInterface: memory.NewMemCacheClient(dc), openAPIV3: dc.OpenAPIV3}
 	dyn, err := dynamic.NewForConfig(config)
 	if err != nil {
 		return nil, fmt.Errorf("creating the dynamic client: %w", err)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -53,6 +54,8 @@ const versionCacheTTL = time.Minute
 type versionCache struct {
 	discovery.CachedDiscoveryInterface
 	now func() time.Time
+	// openAPIV3, when set, reads the OpenAPI v3 documents uncached.
+	openAPIV3 func() openapi.Client
 
 	mu      sync.Mutex
 	version *version.Info
@@ -75,4 +78,15 @@ func (c *versionCache) ServerVersion() (*version.Info, error) {
 	}
 	copied := *c.version
 	return &copied, nil
+}
+
+// OpenAPIV3 reads the API server's OpenAPI v3 documents afresh: the
+// memory-cached discovery client would keep each one it was asked for (the
+// core group's is 2.5 MiB) as long as the cluster's APIs stay the same.
+// Validators keep their answers instead (sharedValidators.build).
+func (c *versionCache) OpenAPIV3() openapi.Client {
+	if c.openAPIV3 != nil {
+		return c.openAPIV3()
+	}
+	return c.CachedDiscoveryInterface.OpenAPIV3()
 }

@@ -5,6 +5,10 @@ import (
 
 	"helm.sh/helm/v3/pkg/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/openapi/cached"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/validation"
 	"sigs.k8s.io/yaml"
 )
@@ -36,12 +40,66 @@ func (f *sharedValidators) Validator(directive string) (validation.Schema, error
 		return f.Factory.Validator(directive) // validates nothing, costs nothing
 	}
 	return f.apis.validator(f.user+"\x00"+directive, func() (validation.Schema, error) {
-		v, err := f.Factory.Validator(directive)
+		v, err := f.build(directive)
 		if err != nil {
 			return nil, err
 		}
 		return &firstOfAKindAlone{Schema: v, seen: map[string]bool{}}, nil
 	})
+}
+
+// build is kubectl's validator (its factory's Validator), except that it
+// keeps the answer to "does the API server validate this kind's fields
+// itself?" per kind, not the OpenAPI documents the answer was read from:
+// kubectl's keeps every group's document — 2.5 MiB for the core group —
+// as long as the validator, which here is as long as the cluster's APIs
+// stay the same.
+func (f *sharedValidators) build(directive string) (validation.Schema, error) {
+	full, ok := f.Factory.(cmdutil.Factory)
+	if !ok {
+		return f.Factory.Validator(directive)
+	}
+	dyn, err := full.DynamicClient()
+	if err != nil {
+		return nil, err
+	}
+	disc, err := full.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	param := resource.QueryParamFieldValidation
+	primary := &keptAnswers{answers: map[schema.GroupVersionKind]error{}, ask: func(gvk schema.GroupVersionKind) error {
+		// A verifier of its own per question: its documents go with it.
+		return resource.NewQueryParamVerifierV3(dyn, cached.NewClient(disc.OpenAPIV3()), param).HasSupport(gvk)
+	}}
+	secondary := resource.NewQueryParamVerifier(dyn, disc, param)
+	clientSide := validation.ConjunctiveSchema{validation.NewSchemaValidation(full), validation.NoDoubleKeySchema{}}
+	return validation.NewParamVerifyingSchema(clientSide, resource.NewFallbackQueryParamVerifier(primary, secondary), directive), nil
+}
+
+// keptAnswers keeps a verifier's answers per kind: supported, or not. An
+// error of another sort (the API server unreachable) is asked again.
+type keptAnswers struct {
+	ask     func(schema.GroupVersionKind) error
+	mu      sync.Mutex
+	answers map[schema.GroupVersionKind]error
+}
+
+// HasSupport implements resource.Verifier.
+func (k *keptAnswers) HasSupport(gvk schema.GroupVersionKind) error {
+	k.mu.Lock()
+	answer, ok := k.answers[gvk]
+	k.mu.Unlock()
+	if ok {
+		return answer
+	}
+	answer = k.ask(gvk)
+	if answer == nil || resource.IsParamUnsupportedError(answer) {
+		k.mu.Lock()
+		k.answers[gvk] = answer
+		k.mu.Unlock()
+	}
+	return answer
 }
 
 // firstOfAKindAlone validates the first object of each kind alone: the

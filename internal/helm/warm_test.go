@@ -77,3 +77,32 @@ func TestWarm(t *testing.T) {
 		g.Expect(cm.Name).NotTo(Equal("kraan-warm-up"), "Warm writes nothing")
 	}
 }
+
+// TestSharedValidators_KeepAnswersNotDocuments: a kept validator remembers
+// per kind whether the API server validates its fields, without keeping the
+// OpenAPI documents it read that from: a kind validated before costs no
+// request, a new kind of the same group reads the group's document again.
+func TestSharedValidators_KeepAnswersNotDocuments(t *testing.T) {
+	g := NewWithT(t)
+	env, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	counter := &pathCounter{gets: map[string]int{}}
+	config := rest.CopyConfig(env.Config)
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
+	engine, err := NewEngine(config)
+	g.Expect(err).NotTo(HaveOccurred())
+	build := func(manifest string) int {
+		cfg, err := engine.configFor(Target{ReleaseName: "r", Namespace: "default", StorageNamespace: "default"},
+			func(string, ...any) {}, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = cfg.KubeClient.Build(bytes.NewBufferString(manifest), true)
+		g.Expect(err).NotTo(HaveOccurred())
+		return counter.snapshot()["/openapi/v3/api/v1"]
+	}
+	configMap := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
+	g.Expect(build(configMap)).To(Equal(1), "the core group's document is read for the first kind")
+	g.Expect(build(configMap)).To(Equal(1), "the answer for a kind is kept")
+	g.Expect(build("apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  ports: [{port: 80}]\n")).To(
+		Equal(2), "the document is not: a new kind reads it again")
+}
