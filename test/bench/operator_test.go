@@ -266,6 +266,9 @@ func (r *operatorRun) coldStart(ctx context.Context) error {
 			if ready == r.n {
 				cs.Seconds = confirmed.Sub(r.op.started).Seconds()
 				cs.HelmActions = m.helmActions()
+				if cs.PeakRSSMiB, cs.RSSMiB, err = r.op.memoryMiB(); err != nil {
+					return err
+				}
 				break
 			}
 		}

@@ -130,6 +130,11 @@ type ColdStart struct {
 	HelmActions  float64  `json:"helmActions"`
 	NewRevisions int      `json:"newRevisions"`
 	Requests     Requests `json:"requests"`
+	// PeakRSSMiB and RSSMiB are the new process's VmHWM and VmRSS when
+	// every release was confirmed Ready: the same releases Deployed as
+	// Operator.IdleRSSMiB, held by a process that never installed them.
+	PeakRSSMiB float64 `json:"peakRSSMiB,omitempty"`
+	RSSMiB     float64 `json:"rssMiB,omitempty"`
 }
 
 // Layers is AddonsLayers chained one on another, each holding the same

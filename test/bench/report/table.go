@@ -45,10 +45,11 @@ func systems(w io.Writer, s Size) {
 		"mapped from the page cache; ", op.IdleRSSMiB, op.IdleAnonMiB, op.IdleHeapMiB, op.IdleFileMiB)
 	fmt.Fprintf(w, "%.0f Helm actions while installing; idle CPU over %.0f s; resync took %s "+
 		"(%d new revisions); cold start: /readyz after %s, all confirmed Ready after %s (%.0f reconciles, "+
-		"%.0f Helm actions, %d new revisions, %.1f API requests / release).\n\n",
+		"%.0f Helm actions, %d new revisions, %.1f API requests / release; RSS then %.0f MiB, peak %.0f MiB).\n\n",
 		op.HelmActionsInstall, op.IdleWindowSeconds, secs(op.Resync.Seconds), op.Resync.NewRevisions,
 		secs(op.ColdStart.ReadyzSeconds), secs(op.ColdStart.Seconds), op.ColdStart.Reconciles,
-		op.ColdStart.HelmActions, op.ColdStart.NewRevisions, float64(op.ColdStart.Requests.Total)/n)
+		op.ColdStart.HelmActions, op.ColdStart.NewRevisions, float64(op.ColdStart.Requests.Total)/n,
+		op.ColdStart.RSSMiB, op.ColdStart.PeakRSSMiB)
 }
 
 // byKind lists the operator's API requests per release by kind, for the
