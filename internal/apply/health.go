@@ -11,6 +11,9 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
+// NotFound is the Health reason of an object that does not exist.
+const NotFound = "NotFound"
+
 // Health is the readiness of one applied object.
 type Health struct {
 	// Ready is true when the object is healthy.
@@ -37,7 +40,7 @@ func (a *Applier) HealthOf(ctx context.Context, obj *unstructured.Unstructured) 
 		return Health{}, err
 	}
 	if live == nil {
-		return Health{Reason: "NotFound", Message: "it does not exist"}, nil
+		return Health{Reason: NotFound, Message: "it does not exist"}, nil
 	}
 	if a.readyKinds[live.GroupVersionKind().GroupKind()] {
 		return readyConditionHealth(live), nil

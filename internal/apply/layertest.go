@@ -61,7 +61,7 @@ func (a *Applier) TestHealthOf(ctx context.Context, obj *unstructured.Unstructur
 	}
 	live, err := a.get(ctx, obj)
 	if err != nil || live == nil {
-		return Health{Reason: "NotFound", Message: "it does not exist"}, err
+		return Health{Reason: NotFound, Message: "it does not exist"}, err
 	}
 	if gk == podGroupKind {
 		return testPodHealth(live), nil

@@ -55,7 +55,7 @@ func (m *managed) health(ctx context.Context, obj *unstructured.Unstructured) (s
 		return state{}, err
 	case h.Ready:
 		return state{word: "Ready", tone: toneGood}, nil
-	case h.Failed || h.Reason == "NotFound":
+	case h.Failed || h.Reason == apply.NotFound:
 		return state{word: h.Reason, tone: toneBad, message: h.Message}, nil
 	}
 	return state{word: h.Reason, tone: toneBusy, message: h.Message}, nil

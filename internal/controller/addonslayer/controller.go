@@ -56,6 +56,8 @@ type Reconciler struct {
 	Metrics   *layerMetrics
 	Options   Options
 	now       func() time.Time
+	// recent is what this process last applied per layer.
+	recent recentApplies
 }
 
 // +kubebuilder:rbac:groups=kraan.io,resources=addonslayers,verbs=get;list;watch;create;update;patch;delete

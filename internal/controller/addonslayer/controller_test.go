@@ -8,8 +8,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
@@ -52,6 +54,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("an object owned by another layer fails naming both", e.testConflict)
 	t.Run("hold suspends HelmReleases and unhold resumes them", e.testHold)
 	t.Run("readiness timeout fails and recovers", e.testTimeout)
+	t.Run("a waiting layer checks health without applying again, and re-creates a deleted object at once", e.testWaitingChecksHealthOnly)
 	t.Run("layer tests run after the rest is ready, gate Deployed and run again for a new version", e.testLayerTestsGateDeployed)
 	t.Run("a failed layer test fails the layer with its output, a new revision runs it again", e.testLayerTestFailure)
 	t.Run("deletion prunes and removes the metrics", e.testDelete)
@@ -318,4 +321,46 @@ func (e *layerEnv) testDelete(t *testing.T) {
 		_, ok := layerGauge(t, "delete", kraanv1.ReadyCondition, "True")
 		return ok
 	}).Should(BeFalse(), "metrics of a deleted layer remain")
+}
+
+// testWaitingChecksHealthOnly: each status change of a HelmRelease reconciles
+// its layer; while the layer waits for what it just applied, unchanged, those
+// reconciles read health and apply nothing (no dry run), but an object
+// deleted meanwhile is re-created at once.
+func (e *layerEnv) testWaitingChecksHealthOnly(t *testing.T) {
+	g := NewWithT(t)
+	e.setSource(t, "waits", map[string]string{
+		"layers/one/ns.yaml":  namespaceYAML("waits"),
+		"layers/one/all.yaml": helmReleaseYAML("waits", "a") + "---\n" + helmReleaseYAML("waits", "b"),
+	}, false)
+	e.createLayer(t, "waits", "waits", "layers/one")
+	e.waitState(t, "waits", kraanv1.ApplyingState)
+	before := e.dryRuns.Load()
+
+	for _, step := range []string{"pulling", "creating", "waiting"} {
+		g.Eventually(func(g Gomega) {
+			hr := &kraanv1.HelmRelease{}
+			g.Expect(e.c.Get(context.Background(), types.NamespacedName{Namespace: "waits", Name: "a"}, hr)).To(Succeed())
+			hr.Status.ObservedGeneration = hr.Generation
+			apimeta.SetStatusCondition(&hr.Status.Conditions, metav1.Condition{Type: kraanv1.ReadyCondition,
+				Status: metav1.ConditionFalse, Reason: kraanv1.ReasonProgressing, Message: "still " + step, ObservedGeneration: hr.Generation})
+			g.Expect(e.c.Status().Update(context.Background(), hr)).To(Succeed())
+		}).Should(Succeed())
+		g.Eventually(func(g Gomega) string { return layerReadyMessage(e.layer(g, "waits")) }).
+			WithTimeout(10*time.Second).Should(ContainSubstring("still "+step), "the layer reconciled on the change")
+	}
+	g.Expect(e.dryRuns.Load()).To(Equal(before), "no object was dry-run applied again")
+
+	b := &kraanv1.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "waits", Name: "b"}}
+	g.Expect(e.c.Delete(context.Background(), b)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		recreated := &kraanv1.HelmRelease{}
+		g.Expect(e.c.Get(context.Background(), client.ObjectKeyFromObject(b), recreated)).To(Succeed())
+		g.Expect(recreated.DeletionTimestamp.IsZero()).To(BeTrue())
+	}).WithTimeout(10*time.Second).Should(Succeed(), "a deleted object is re-created within the window")
+
+	for _, name := range []string{"a", "b"} {
+		g.Eventually(func(g Gomega) { e.markHelmReleaseReady(g, "waits", name) }).Should(Succeed())
+	}
+	e.waitState(t, "waits", kraanv1.DeployedState)
 }

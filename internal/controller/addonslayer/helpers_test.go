@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -45,6 +47,21 @@ const sourceNamespace = "flux-system"
 type layerEnv struct {
 	c         client.Client
 	artifacts *artifactServer
+	// dryRuns counts the controller's server-side dry runs (PATCH ?dryRun).
+	dryRuns *atomic.Int64
+}
+
+// dryRunCounter counts the PATCH requests with dryRun set that go through it.
+type dryRunCounter struct {
+	next  http.RoundTripper
+	count *atomic.Int64
+}
+
+func (d *dryRunCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPatch && req.URL.Query().Has("dryRun") {
+		d.count.Add(1)
+	}
+	return d.next.RoundTrip(req)
 }
 
 // startLayerEnv starts the environment; it is stopped when t ends.
@@ -64,14 +81,17 @@ func startLayerEnv(t *testing.T) *layerEnv {
 
 	store, err := source.New(t.TempDir(), source.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
-	mgr := testenv.NewManager(t, env.Config)
+	dryRuns := &atomic.Int64{}
+	config := rest.CopyConfig(env.Config)
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &dryRunCounter{next: rt, count: dryRuns} })
+	mgr := testenv.NewManager(t, config)
 	g.Expect(Setup(mgr, Options{
 		ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 2},
 		Store:             store, DefaultSourceNamespace: sourceNamespace,
 	})).To(Succeed())
 	testenv.RunManager(t, mgr)
 
-	e := &layerEnv{c: env.Client, artifacts: newArtifactServer(t)}
+	e := &layerEnv{c: env.Client, artifacts: newArtifactServer(t), dryRuns: dryRuns}
 	g.Expect(e.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sourceNamespace}})).To(Succeed())
 	return e
 }

@@ -69,8 +69,12 @@ type layerScope struct {
 	// first released object is pruned.
 	inventory []kraanv1.Resource
 	pruneAt   time.Time
-	// reconcileApply: when the layer started waiting for this version's objects.
+	// reconcileApply: when the layer started waiting for this version's objects;
+	// the digest of what it applies, and whether this reconcile skipped the
+	// apply (see reapplyAfter).
 	applyingSince time.Time
+	digest        string
+	applySkipped  bool
 
 	halt    *halt
 	deleted bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -122,11 +123,30 @@ func desiredInventory(sc *layerScope) []kraanv1.Resource {
 // reconcileApply applies the objects server-side. An object another layer
 // owns fails the layer, naming both, and is retried soon: the owner may be
 // about to release it.
+//
+// A layer still waiting for the health of what this process applied less
+// than reapplyAfter ago, unchanged since, is not applied again: its reconcile
+// only checks health (see reapplyAfter).
 func (r *Reconciler) reconcileApply(ctx context.Context, sc *layerScope) *halt {
+	sc.digest = desiredDigest(sc)
+	waiting := !apimeta.IsStatusConditionTrue(sc.layer.Status.Conditions, kraanv1.DeployedCondition)
+	if waiting && sc.digest != "" && r.recent.fresh(sc.layer.Name, sc.digest, sc.now) {
+		sc.applySkipped = true
+		sc.applyingSince = applyingSince(sc, false)
+		return nil
+	}
+	return r.apply(ctx, sc)
+}
+
+// apply applies the layer's objects and remembers it.
+func (r *Reconciler) apply(ctx context.Context, sc *layerScope) *halt {
 	changed, err := r.Applier.Apply(ctx, sc.layer.Name, sc.objects)
 	if err != nil {
+		r.recent.forget(sc.layer.Name)
 		return applyFailure(err)
 	}
+	r.recent.record(sc.layer.Name, sc.digest, sc.now)
+	sc.applySkipped = false
 	sc.applyingSince = applyingSince(sc, changed > 0)
 	if changed > 0 {
 		ctrl.LoggerFrom(ctx).Info("Applied layer objects", "changed", changed, "revision", sc.revision, "took", time.Since(sc.now).String())
@@ -164,6 +184,15 @@ func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) *ha
 	health, err := r.Applier.HealthOfAll(ctx, sc.objects)
 	if err != nil {
 		return failed(reasonApplyFailed, err)
+	}
+	if sc.applySkipped && slices.ContainsFunc(health, func(h apply.Health) bool { return h.Reason == apply.NotFound }) {
+		// An object was deleted since it was applied: re-create it now.
+		if h := r.apply(ctx, sc); h != nil {
+			return h
+		}
+		if health, err = r.Applier.HealthOfAll(ctx, sc.objects); err != nil {
+			return failed(reasonApplyFailed, err)
+		}
 	}
 	var first string
 	for i, obj := range sc.objects {
