@@ -42,10 +42,10 @@ func (c *pathCounter) snapshot() map[string]int {
 	return out
 }
 
-// TestWarm: after Warm, a release's first action finds discovery and the
-// OpenAPI documents of core and apps/v1 kinds already read and parsed: its
-// Build requests none of them. Warm itself creates nothing.
-func TestWarm(t *testing.T) {
+// startCountingEngine starts an API server and an engine on it whose
+// discovery and OpenAPI reads are counted.
+func startCountingEngine(t *testing.T) (*testenv.Env, *Engine, *pathCounter) {
+	t.Helper()
 	g := NewWithT(t)
 	env, err := testenv.Start()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -55,6 +55,15 @@ func TestWarm(t *testing.T) {
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
 	engine, err := NewEngine(config)
 	g.Expect(err).NotTo(HaveOccurred())
+	return env, engine, counter
+}
+
+// TestWarm: after Warm, a release's first action finds discovery and the
+// OpenAPI documents of core and apps/v1 kinds already read and parsed: its
+// Build requests none of them. Warm itself creates nothing.
+func TestWarm(t *testing.T) {
+	g := NewWithT(t)
+	env, engine, counter := startCountingEngine(t)
 
 	g.Expect(engine.Warm(t.Context())).To(Succeed())
 	warmed := counter.snapshot()
@@ -84,14 +93,7 @@ func TestWarm(t *testing.T) {
 // request, a new kind of the same group reads the group's document again.
 func TestSharedValidators_KeepAnswersNotDocuments(t *testing.T) {
 	g := NewWithT(t)
-	env, err := testenv.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	counter := &pathCounter{gets: map[string]int{}}
-	config := rest.CopyConfig(env.Config)
-	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
-	engine, err := NewEngine(config)
-	g.Expect(err).NotTo(HaveOccurred())
+	_, engine, counter := startCountingEngine(t)
 	build := func(manifest string) int {
 		cfg, err := engine.configFor(Target{ReleaseName: "r", Namespace: "default", StorageNamespace: "default"},
 			func(string, ...any) {}, nil)

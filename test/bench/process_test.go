@@ -173,48 +173,34 @@ const userHZ = 100
 
 // memoryMiB returns VmHWM (peak resident set) and VmRSS of the process.
 func (o *operatorProcess) memoryMiB() (hwm, rss float64, err error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.proc.PID()))
-	if err != nil {
-		return 0, 0, err
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(fields[1], 64)
-		switch fields[0] {
-		case "VmHWM:":
-			hwm = kb / 1024
-		case "VmRSS:":
-			rss = kb / 1024
-		}
-	}
-	return hwm, rss, nil
+	m, err := o.procMiB("status")
+	return m["VmHWM:"], m["VmRSS:"], err
 }
 
 // residentSplitMiB splits the process's resident set (smaps_rollup) into
 // anonymous memory and pages mapped from files (its executable).
 func (o *operatorProcess) residentSplitMiB() (anon, file float64, err error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", o.proc.PID()))
+	m, err := o.procMiB("smaps_rollup")
+	return m["Anonymous:"], m["Rss:"] - m["Anonymous:"], err
+}
+
+// procMiB reads the "Name: <n> kB" lines of /proc/<pid>/<file>, in MiB.
+func (o *operatorProcess) procMiB(file string) (map[string]float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", o.proc.PID(), file))
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	var rss float64
+	out := map[string]float64{}
 	for line := range strings.SplitSeq(string(data), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 2 {
 			continue
 		}
-		kb, _ := strconv.ParseFloat(fields[1], 64)
-		switch fields[0] {
-		case "Rss:":
-			rss = kb / 1024
-		case "Anonymous:":
-			anon = kb / 1024
+		if kb, err := strconv.ParseFloat(fields[1], 64); err == nil {
+			out[fields[0]] = kb / 1024
 		}
 	}
-	return anon, rss - anon, nil
+	return out, nil
 }
 
 // saveHeapProfile writes the process's heap profile, taken after a GC, to
