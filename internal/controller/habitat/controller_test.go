@@ -146,9 +146,11 @@ func TestReconciler_PeerListsPerRing(t *testing.T) {
 	// A list whose label was removed by hand leaves the operator's cache;
 	// it is still rewritten, label included, when its ring changes.
 	cm = &corev1.ConfigMap{}
-	g.Expect(c.Get(ctx, types.NamespacedName{Namespace: "rings", Name: PeerConfigMapName("ring.shop")}, cm)).To(Succeed())
-	delete(cm.Labels, PeerGroupLabel)
-	g.Expect(c.Update(ctx, cm)).To(Succeed())
+	g.Eventually(func(g Gomega) { // the controller may write it meanwhile: retry on conflict
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: "rings", Name: PeerConfigMapName("ring.shop")}, cm)).To(Succeed())
+		delete(cm.Labels, PeerGroupLabel)
+		g.Expect(c.Update(ctx, cm)).To(Succeed())
+	}, habitatTimeout).Should(Succeed())
 	runPod(t, c, web, "web-2", "10.0.0.4")
 	g.Eventually(func(g Gomega) map[string]string {
 		got := &corev1.ConfigMap{}
