@@ -186,12 +186,18 @@ func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) *ha
 		return failed(reasonApplyFailed, err)
 	}
 	if sc.applySkipped && slices.ContainsFunc(health, func(h apply.Health) bool { return h.Reason == apply.NotFound }) {
-		// An object was deleted since it was applied: re-create it now.
+		// An object was deleted since it was applied: re-create it now, and
+		// read again only the health of what was missing.
 		if h := r.apply(ctx, sc); h != nil {
 			return h
 		}
-		if health, err = r.Applier.HealthOfAll(ctx, sc.objects); err != nil {
-			return failed(reasonApplyFailed, err)
+		for i := range health {
+			if health[i].Reason != apply.NotFound {
+				continue
+			}
+			if health[i], err = r.Applier.HealthOf(ctx, sc.objects[i]); err != nil {
+				return failed(reasonApplyFailed, err)
+			}
 		}
 	}
 	var first string
