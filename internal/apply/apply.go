@@ -62,6 +62,8 @@ func (e *OwnershipConflictError) Error() string {
 // controller-runtime default), so ownership is judged on fresh data.
 type Applier struct {
 	client  client.Client
+	poller  *polling.StatusPoller
+	owner   ssa.Owner
 	manager *ssa.ResourceManager
 	// readyKinds are judged by their Ready condition at their generation.
 	readyKinds map[schema.GroupKind]bool
@@ -78,12 +80,13 @@ func NewApplier(c client.Client, readyKinds ...schema.GroupKind) *Applier {
 	for _, gk := range readyKinds {
 		kinds[gk] = true
 	}
-	manager := ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldManager, Group: "kraan.io"})
+	owner := ssa.Owner{Field: FieldManager, Group: "kraan.io"}
+	manager := ssa.NewResourceManager(c, poller, owner)
 	// A layer's reconcile reads and dry-runs each of its objects: one at a
 	// time, those round trips are most of the time a layer takes on top of
 	// its rollout, and it runs again on every change of an object's health.
 	manager.SetConcurrency(concurrentReads)
-	return &Applier{client: c, manager: manager, readyKinds: kinds}
+	return &Applier{client: c, poller: poller, owner: owner, manager: manager, readyKinds: kinds}
 }
 
 // concurrentReads bounds the requests one layer sends at once.
@@ -93,10 +96,15 @@ const concurrentReads = 8
 // the error of the first object in objs' order that failed, so a message
 // names the same object whichever request answered first.
 func forEach(ctx context.Context, objs []*unstructured.Unstructured, fn func(ctx context.Context, i int) error) error {
-	errs := make([]error, len(objs))
+	return forEachIndex(ctx, len(objs), fn)
+}
+
+// forEachIndex calls fn for 0 ≤ i < n as forEach does.
+func forEachIndex(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	errs := make([]error, n)
 	var g errgroup.Group
 	g.SetLimit(concurrentReads)
-	for i := range objs {
+	for i := range n {
 		g.Go(func() error {
 			errs[i] = fn(ctx, i)
 			return nil
@@ -126,7 +134,7 @@ func (a *Applier) Apply(ctx context.Context, layer string, objs []*unstructured.
 	// so a layer's apply is not held up by the default 2s interval.
 	opts.WaitInterval = 200 * time.Millisecond
 	opts.WaitTimeout = 30 * time.Second
-	cs, err := a.manager.ApplyAllStaged(ctx, objs, opts)
+	cs, err := a.applyStaged(ctx, objs, opts)
 	if err != nil {
 		return 0, readable(fmt.Errorf("applying: %w", err))
 	}

@@ -3,7 +3,9 @@ package apply
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,6 +40,7 @@ func TestApplier(t *testing.T) {
 	t.Cleanup(func() { _ = env.Stop() })
 	e := &applyEnv{c: env.Client, a: NewApplier(env.Client)}
 	t.Run("applies server-side and counts changes", e.testApply)
+	t.Run("the applies of one kind are sent at once, kind after kind", e.testConcurrentApplies)
 	t.Run("an object owned by another layer fails naming both and nothing is applied", e.testOwnershipConflict)
 	t.Run("immutable changes recreate only with the force annotation", e.testForce)
 	t.Run("released objects are adopted or pruned after the grace period", e.testHandover)
@@ -183,17 +187,19 @@ func (e *applyEnv) testHandover(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Outcome).To(Equal(Gone), "an object that opted out of pruning was released")
 
-	// Another layer adopts the moving object: same UID, its labels, no mark.
-	adopted, err := e.a.Adopt(ctx, "new", layerConfigMap(t, "handover", "moving", "new", "a"))
+	// Another layer adopts the moving object: same UID, its labels, no mark;
+	// not the kept one, which was not released, nor one that does not exist.
+	adopted, err := e.a.AdoptAll(ctx, "new", []*unstructured.Unstructured{
+		layerConfigMap(t, "handover", "kept", "new", "a"),
+		layerConfigMap(t, "handover", "moving", "new", "a"),
+		layerConfigMap(t, "handover", "absent", "new", "a"),
+	})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(adopted).To(BeTrue())
+	g.Expect(adopted).To(Equal([]bool{false, true, false}))
 	live := e.live(g, moving)
 	g.Expect(live.GetUID()).To(Equal(uid))
 	g.Expect(live.GetLabels()).To(HaveKeyWithValue(manifest.LayerLabel, "new"))
 	g.Expect(live.GetAnnotations()).NotTo(HaveKey(ReleasedAtAnnotation))
-	adopted, err = e.a.Adopt(ctx, "new", layerConfigMap(t, "handover", "kept", "new", "a"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(adopted).To(BeFalse(), "adopted an object that was not released")
 
 	// After the grace period: the adopted object is no longer the old layer's
 	// to prune; the dropped one is deleted.
@@ -372,4 +378,78 @@ func (e *applyEnv) testChartBackedHealth(t *testing.T) {
 	h, err = chartBacked.HealthOf(ctx, hab)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(h.Ready).To(BeTrue(), "%+v", h)
+}
+
+func (e *applyEnv) testConcurrentApplies(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e.namespace(t, "concurrent")
+	const configMaps = 4
+	objs := make([]*unstructured.Unstructured, 0, 1+configMaps)
+	objs = append(objs, toUnstructured(t, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "concurrent", Name: "web"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+	}, "v1:Service"))
+	for i := range configMaps {
+		objs = append(objs, layerConfigMap(t, "concurrent", fmt.Sprintf("cm-%d", i), "base", "a"))
+	}
+	// Each ConfigMap's apply waits until all of them are in flight: sent one
+	// at a time, the first would wait alone until its deadline and fail.
+	barrier := &applyBarrier{Client: e.c, kind: "ConfigMap", want: configMaps, reached: make(chan struct{})}
+	changed, err := NewApplier(barrier).Apply(ctx, "base", objs)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(Equal(configMaps + 1))
+	g.Expect(barrier.started).To(Equal([]string{"ConfigMap", "ConfigMap", "ConfigMap", "ConfigMap", "Service"}),
+		"the Service was applied before the ConfigMaps, which come first in apply order, were")
+	for _, obj := range objs {
+		e.live(g, obj)
+	}
+
+	// A dry run that fails still applies nothing of the stage.
+	bad := layerConfigMap(t, "concurrent", "bad", "base", "a")
+	g.Expect(unstructured.SetNestedField(bad.Object, int64(1), "data", "value")).To(Succeed())
+	fresh := layerConfigMap(t, "concurrent", "fresh", "base", "a")
+	_, err = e.a.Apply(ctx, "base", []*unstructured.Unstructured{fresh, bad})
+	g.Expect(err).To(MatchError(ContainSubstring("ConfigMap/concurrent/bad")))
+	err = e.c.Get(ctx, client.ObjectKeyFromObject(fresh), &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "an object was applied although another one failed its dry run")
+}
+
+// applyBarrier records the kinds of the applies sent through it, and holds
+// each apply of kind until want of them are in flight, for at most 10 s.
+type applyBarrier struct {
+	client.Client
+	kind     string
+	want     int
+	reached  chan struct{}
+	mu       sync.Mutex
+	inFlight int
+	started  []string
+}
+
+func (b *applyBarrier) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	po := &client.PatchOptions{}
+	po.ApplyOptions(opts)
+	if patch.Type() != types.ApplyPatchType || len(po.DryRun) > 0 {
+		return b.Client.Patch(ctx, obj, patch, opts...)
+	}
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	b.mu.Lock()
+	b.started = append(b.started, kind)
+	if kind == b.kind {
+		if b.inFlight++; b.inFlight == b.want {
+			close(b.reached)
+		}
+	}
+	b.mu.Unlock()
+	if kind == b.kind {
+		select {
+		case <-b.reached:
+		case <-time.After(10 * time.Second): // a deadline, not a pause: the barrier opens at once when reached
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return fmt.Errorf("%s: %d of %d applies of %s in flight", obj.GetName(), b.inFlight, b.want, b.kind)
+		}
+	}
+	return b.Client.Patch(ctx, obj, patch, opts...)
 }

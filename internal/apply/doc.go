@@ -2,7 +2,9 @@
 //
 // Objects are applied server-side with one field manager (FieldManager) through
 // fluxcd/pkg/ssa: namespaces, CRDs and cluster roles first (waiting for CRDs to
-// be established), then class definitions, then everything else. An object whose
+// be established), then class definitions, then everything else. Every object
+// of a stage is dry-run before any is applied; the last stage's applies are sent
+// kind by kind, the objects of one kind at once. An object whose
 // immutable fields changed is recreated only when it carries ForceAnnotation.
 //
 // Ownership is a label (manifest.LayerLabel) rather than an ownerReference, so

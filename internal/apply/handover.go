@@ -80,6 +80,20 @@ func (a *Applier) Adopt(ctx context.Context, layer string, obj *unstructured.Uns
 	return true, nil
 }
 
+// AdoptAll adopts each of objs (see Adopt), several at a time, and reports
+// which were adopted. A layer reads every object it defines on each
+// reconcile, waiting for its dependencies or not: one at a time, the reads
+// took as long as the rest of the reconcile.
+func (a *Applier) AdoptAll(ctx context.Context, layer string, objs []*unstructured.Unstructured) ([]bool, error) {
+	adopted := make([]bool, len(objs))
+	err := forEach(ctx, objs, func(ctx context.Context, i int) error {
+		var err error
+		adopted[i], err = a.Adopt(ctx, layer, objs[i])
+		return err
+	})
+	return adopted, err
+}
+
 // releasedAt reads ReleasedAtAnnotation; an unreadable time counts as now so a
 // hand-edited value never prunes at once.
 func releasedAt(obj *unstructured.Unstructured) (time.Time, bool) {

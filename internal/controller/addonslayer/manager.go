@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -62,7 +63,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		// (reconcile.fluxcd.io/requestedAt) need a reconcile of the layer itself.
 		For(&kraanv1.AddonsLayer{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&kraanv1.AddonsLayer{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependencyChange)).
+		Watches(&kraanv1.AddonsLayer{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependencyChange),
+			builder.WithPredicates(dependencyStateChanged())).
 		Watches(&kraanv1.HelmRelease{}, owned).
 		WatchesMetadata(&appsv1.Deployment{}, owned).
 		WatchesMetadata(&appsv1.StatefulSet{}, owned).
@@ -158,6 +160,18 @@ func (r *Reconciler) requestsForSourceChange(ctx context.Context, obj client.Obj
 // so a dependent starts as soon as its dependency turns Deployed.
 func (r *Reconciler) requestsForDependencyChange(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.layersMatching(ctx, layerDependsOnIndex, obj.GetName())
+}
+
+// dependencyStateChanged passes the changes of a layer that its dependents'
+// prerequisite check reads (dependencyStateOf): a layer patches its status
+// on every change of its objects' health, and each patch used to reconcile
+// every layer waiting for it.
+func dependencyStateChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*kraanv1.AddonsLayer)
+		after, ok2 := e.ObjectNew.(*kraanv1.AddonsLayer)
+		return !ok1 || !ok2 || dependencyStateOf(before) != dependencyStateOf(after)
+	}}
 }
 
 func (r *Reconciler) layersMatching(ctx context.Context, index, value string) []reconcile.Request {

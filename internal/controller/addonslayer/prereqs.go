@@ -175,14 +175,7 @@ func (r *Reconciler) dependencyState(ctx context.Context, name string) (*layer.D
 		}
 		return nil, fmt.Errorf("reading layer %s: %w", name, err)
 	}
-	st := &layer.DependencyState{
-		Exists: true, SpecVersion: dep.Spec.Version, Generation: dep.Generation,
-		ObservedGeneration: dep.Status.ObservedGeneration, Version: dep.Status.Version,
-		State: dep.Status.State, Revision: dep.Status.Revision,
-	}
-	if c := apimeta.FindStatusCondition(dep.Status.Conditions, kraanv1.DeployedCondition); c != nil {
-		st.Deployed = c.Status
-	}
+	st := dependencyStateOf(dep)
 	obs, err := r.observeSource(ctx, r.APIReader, dep)
 	if err != nil {
 		return nil, err
@@ -190,5 +183,19 @@ func (r *Reconciler) dependencyState(ctx context.Context, name string) (*layer.D
 	if obs.artifact != nil {
 		st.SourceRevision = obs.artifact.Revision
 	}
-	return st, nil
+	return &st, nil
+}
+
+// dependencyStateOf is what a dependent reads of the layer dep, but for its
+// source's revision.
+func dependencyStateOf(dep *kraanv1.AddonsLayer) layer.DependencyState {
+	st := layer.DependencyState{
+		Exists: true, SpecVersion: dep.Spec.Version, Generation: dep.Generation,
+		ObservedGeneration: dep.Status.ObservedGeneration, Version: dep.Status.Version,
+		State: dep.Status.State, Revision: dep.Status.Revision,
+	}
+	if c := apimeta.FindStatusCondition(dep.Status.Conditions, kraanv1.DeployedCondition); c != nil {
+		st.Deployed = c.Status
+	}
+	return st
 }

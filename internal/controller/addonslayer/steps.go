@@ -51,14 +51,14 @@ func (r *Reconciler) reconcileHandover(ctx context.Context, sc *layerScope) *hal
 	if err != nil {
 		return failed(reasonHandoverFailed, err)
 	}
-	for _, obj := range defined {
-		adopted, err := r.Applier.Adopt(ctx, sc.layer.Name, obj)
-		if err != nil {
-			return failed(reasonHandoverFailed, err)
-		}
-		if adopted {
+	adopted, err := r.Applier.AdoptAll(ctx, sc.layer.Name, defined)
+	for i, obj := range defined {
+		if adopted[i] {
 			r.event(sc, "Adopted", "Adopted %s", apply.Describe(obj))
 		}
+	}
+	if err != nil {
+		return failed(reasonHandoverFailed, err)
 	}
 	sc.inventory = append(desiredInventory(sc), released...)
 	sc.pruneAt = until
