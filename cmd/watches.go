@@ -8,12 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kraan-io/kraan-operator/internal/controller/habitat"
+	"github.com/kraan-io/kraan-operator/internal/operator"
 	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
@@ -58,31 +56,7 @@ func (o *options) namespaces() []string {
 	return out
 }
 
-// cacheOptions limits the manager's cache to --watch-namespace, so the
-// operator needs only Roles in those namespaces for namespaced kinds, and
-// drops managedFields from every cached object: nothing reads them, and they
-// are often the larger part of an object (a third of the cache at 1000
-// releases).
+// cacheOptions are the operator's cache options for --watch-namespace.
 func (o *options) cacheOptions() cache.Options {
-	opts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			// The Habitat controller's peer lists are the only ConfigMaps
-			// read from the cache (values come from the API server): a
-			// cluster's other ConfigMaps are never cached.
-			&corev1.ConfigMap{}: {Label: habitat.PeerGroupSelector()},
-			// Secrets stay cached whole (metadata only): besides values and
-			// ring keys, the in-sync check reads Helm's release records
-			// (owner=helm) from there instead of listing them per resync.
-		},
-	}
-	nss := o.namespaces()
-	if len(nss) == 0 {
-		return opts
-	}
-	opts.DefaultNamespaces = map[string]cache.Config{}
-	for _, ns := range nss {
-		opts.DefaultNamespaces[ns] = cache.Config{}
-	}
-	return opts
+	return operator.CacheOptions(o.namespaces())
 }

@@ -5,13 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
 	. "github.com/onsi/gomega"
-
-	"github.com/kraan-io/kraan-operator/internal/controller/habitat"
 )
 
 func TestOptions_LoadWatches_InvalidEntryNamed(t *testing.T) {
@@ -53,46 +47,5 @@ func TestOptions_Namespaces(t *testing.T) {
 			g.Expect(o.namespaces()).To(Equal(tt.want))
 			g.Expect(o.cacheOptions().DefaultNamespaces).To(HaveLen(len(tt.want)))
 		})
-	}
-}
-
-// Nothing reads managedFields: the cache drops them to save memory.
-func TestOptions_CacheDropsManagedFields(t *testing.T) {
-	g := NewWithT(t)
-	transform := (&options{}).cacheOptions().DefaultTransform
-	g.Expect(transform).NotTo(BeNil())
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x",
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
-	out, err := transform(cm)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out.(*corev1.ConfigMap).ManagedFields).To(BeEmpty())
-	g.Expect((&options{watchNamespace: "a"}).cacheOptions().DefaultTransform).NotTo(BeNil())
-}
-
-// Only the Habitat controller's peer lists are read from the cache: no other
-// ConfigMap of the cluster is cached.
-func TestOptions_CacheHoldsOnlyPeerListConfigMaps(t *testing.T) {
-	g := NewWithT(t)
-	var selector labels.Selector
-	for obj, by := range (&options{}).cacheOptions().ByObject {
-		if _, ok := obj.(*corev1.ConfigMap); ok {
-			selector = by.Label
-		}
-	}
-	g.Expect(selector).NotTo(BeNil())
-	g.Expect(selector.Matches(labels.Set{habitat.PeerGroupLabel: "ring.shop"})).To(BeTrue())
-	g.Expect(selector.Matches(labels.Set{"app": "x"})).To(BeFalse())
-}
-
-// Helm's release records stay in the cache of Secret metadata: the in-sync
-// check reads them there, so that a resync lists no Secret and runs no Helm
-// action.
-func TestOptions_CacheKeepsHelmReleaseRecords(t *testing.T) {
-	g := NewWithT(t)
-	record := labels.Set{"owner": "helm", "name": "r", "status": "deployed", "version": "1"}
-	for obj, by := range (&options{}).cacheOptions().ByObject {
-		if _, ok := obj.(*corev1.Secret); ok && by.Label != nil {
-			g.Expect(by.Label.Matches(record)).To(BeTrue(), "release records must stay cached")
-		}
 	}
 }

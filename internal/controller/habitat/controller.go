@@ -23,9 +23,10 @@ import (
 // key and the status fields about them.
 type Reconciler struct {
 	client.Client
-	// Pods reads the supervisors' pods from a cache that holds only pods
-	// labelled by the Habitat chart.
-	Pods client.Reader
+	// Group reads the supervisors' pods and the peer lists from a cache
+	// that holds only those: what carries a peer group label
+	// (PeerGroupSelector).
+	Group client.Reader
 	// APIReader reads Secrets uncached: only their metadata is watched, so
 	// the operator does not hold every Secret of the cluster in memory.
 	APIReader client.Reader

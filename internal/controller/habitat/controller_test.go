@@ -17,8 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
@@ -46,10 +44,7 @@ func startHabitatEnv(t *testing.T) client.Client {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })
 	testenv.OperatorLog()
-	// The operator caches only labelled ConfigMaps (cmd's cache options).
-	mgr := testenv.NewManager(t, env.Config, func(o *ctrl.Options) {
-		o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: PeerGroupSelector()}}
-	})
+	mgr := testenv.NewManager(t, env.Config)
 	engine, err := helm.NewEngine(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	workers := kit.ControllerOptions{MaxConcurrentReconciles: 2}

@@ -37,26 +37,28 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	return r.setupWithManager(mgr, opts)
 }
 
-// setupWithManager registers the reconciler with mgr. Pods come from a cache
-// of their own that holds only pods the Habitat chart labelled: a cluster's
-// other pods are never listed or watched (Habitat operator issue "Only watch
-// for our own Pods").
+// setupWithManager registers the reconciler with mgr. Pods and peer lists
+// come from a cache of their own that holds only what carries a peer group
+// label: a cluster's other pods are never listed or watched (Habitat
+// operator issue "Only watch for our own Pods"), and its other ConfigMaps
+// are cached as metadata only, by the manager.
 func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
-	podCache, err := newHabitatPodCache(mgr, opts)
+	groupCache, err := newGroupCache(mgr, opts)
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(podCache); err != nil {
-		return fmt.Errorf("adding the Habitat pod cache: %w", err)
+	if err := mgr.Add(groupCache); err != nil {
+		return fmt.Errorf("adding the Habitat peer group cache: %w", err)
 	}
-	r.Pods = podCache
+	r.Group = groupCache
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&habitatv1.Habitat{}).
 		Owns(&appsv1.StatefulSet{}).
-		WatchesRawSource(source.Kind(podCache, &corev1.Pod{},
+		WatchesRawSource(source.Kind(groupCache, &corev1.Pod{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.requestsForPodChange))).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsForPeerListChange),
-			builder.WithPredicates(peerListPredicate())).
+		// A peer list edited or deleted by hand is written again.
+		WatchesRawSource(source.Kind(groupCache, &corev1.ConfigMap{},
+			handler.TypedEnqueueRequestsFromMapFunc(r.requestsForPeerListChange))).
 		// A named Secret appearing, or gaining its key, makes the Habitat Ready.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSecretChange),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
@@ -64,15 +66,17 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
 		Complete(r)
 }
 
-// newHabitatPodCache returns a cache of the pods that carry the peer group
-// label, in the watched namespaces.
-func newHabitatPodCache(mgr ctrl.Manager, opts Options) (cache.Cache, error) {
+// newGroupCache returns a cache of the pods and ConfigMaps that carry a peer
+// group label, in the watched namespaces.
+func newGroupCache(mgr ctrl.Manager, opts Options) (cache.Cache, error) {
 	cacheOpts := cache.Options{
 		Scheme: mgr.GetScheme(),
 		Mapper: mgr.GetRESTMapper(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: PeerGroupSelector()},
+			&corev1.Pod{}:       {Label: PeerGroupSelector()},
+			&corev1.ConfigMap{}: {Label: PeerGroupSelector()},
 		},
+		DefaultTransform: cache.TransformStripManagedFields(),
 	}
 	if len(opts.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -82,7 +86,7 @@ func newHabitatPodCache(mgr ctrl.Manager, opts Options) (cache.Cache, error) {
 	}
 	c, err := cache.New(mgr.GetConfig(), cacheOpts)
 	if err != nil {
-		return nil, fmt.Errorf("creating the Habitat pod cache: %w", err)
+		return nil, fmt.Errorf("creating the Habitat peer group cache: %w", err)
 	}
 	return c, nil
 }
@@ -95,7 +99,7 @@ func (r *Reconciler) requestsForPodChange(ctx context.Context, pod *corev1.Pod) 
 
 // requestsForPeerListChange enqueues the Habitats of a peer list that was
 // edited or deleted by hand, so it is rewritten.
-func (r *Reconciler) requestsForPeerListChange(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) requestsForPeerListChange(ctx context.Context, obj *corev1.ConfigMap) []reconcile.Request {
 	return r.requestsForGroup(ctx, obj.GetNamespace(), obj.GetLabels()[PeerGroupLabel])
 }
 
@@ -116,12 +120,4 @@ func (r *Reconciler) requestsForGroup(ctx context.Context, namespace, group stri
 		}
 	}
 	return reqs
-}
-
-// peerListPredicate admits only ConfigMaps this controller writes.
-func peerListPredicate() predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, ok := o.GetLabels()[PeerGroupLabel]
-		return ok
-	})
 }

@@ -47,7 +47,7 @@ func PeerConfigMapName(group string) string {
 // goes with the last of them.
 func (r *Reconciler) reconcilePeers(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
 	pods := &corev1.PodList{}
-	if err := r.Pods.List(ctx, pods, client.InNamespace(obj.Namespace), client.MatchingLabels{PeerGroupLabel: sc.group}); err != nil {
+	if err := r.Group.List(ctx, pods, client.InNamespace(obj.Namespace), client.MatchingLabels{PeerGroupLabel: sc.group}); err != nil {
 		return fmt.Errorf("listing pods of %s: %w", sc.group, err)
 	}
 	sc.peers = runningPeerIPs(pods.Items)
@@ -68,11 +68,11 @@ func (r *Reconciler) reconcilePeers(ctx context.Context, sc *habitatScope, obj *
 		}
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, cm, mutate(cm))
+	_, err = controllerutil.CreateOrUpdate(ctx, readingFrom{Client: r.Client, reader: r.Group}, cm, mutate(cm))
 	if apierrors.IsAlreadyExists(err) {
-		// The cache holds only labelled peer lists (PeerGroupSelector):
-		// this one lost its label by hand. Read it from the API server
-		// and write it whole again, label included.
+		// The group cache holds only labelled peer lists
+		// (PeerGroupSelector): this one lost its label by hand. Read it
+		// from the API server and write it whole again, label included.
 		cm = &corev1.ConfigMap{}
 		if err = r.APIReader.Get(ctx, key, cm); err == nil {
 			_ = mutate(cm)()
@@ -86,9 +86,8 @@ func (r *Reconciler) reconcilePeers(ctx context.Context, sc *habitatScope, obj *
 }
 
 // PeerGroupSelector selects what carries a peer group label: the chart's
-// pods and the peer lists this controller writes. Those are the only
-// ConfigMaps the operator reads from its cache, so the only ones it caches,
-// rather than every ConfigMap of the cluster.
+// pods and the peer lists this controller writes, the only pods and
+// ConfigMaps it reads whole.
 func PeerGroupSelector() labels.Selector {
 	req, err := labels.NewRequirement(PeerGroupLabel, selection.Exists, nil)
 	if err != nil {
@@ -112,4 +111,18 @@ func (r *Reconciler) groupMembers(ctx context.Context, namespace, group string) 
 		refs = append(refs, habitatOwnerRef(h))
 	}
 	return refs, nil
+}
+
+// readingFrom is a client whose reads go to reader.
+type readingFrom struct {
+	client.Client
+	reader client.Reader
+}
+
+func (c readingFrom) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return c.reader.Get(ctx, key, obj, opts...)
+}
+
+func (c readingFrom) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return c.reader.List(ctx, list, opts...)
 }

@@ -170,6 +170,7 @@ func (s *Suite) startOperator(o Operator) error {
 	}
 	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
 		Scheme:                 testenv.Scheme,
+		Cache:                  operator.CacheOptions(nil), // as the binary caches
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
