@@ -1,6 +1,8 @@
 package operator
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
@@ -15,9 +17,10 @@ import (
 // in-sync check reads Helm's release records (owner=helm Secrets) there
 // instead of listing them per resync. The Habitat controller's peer lists
 // and pods, which it reads whole, live in a cache of its own that holds only
-// what the chart labelled.
+// what the chart labelled. Of the objects cached as metadata (see
+// slimMetadata) only what the operator reads is kept.
 func CacheOptions(watchNamespaces []string) cache.Options {
-	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	opts := cache.Options{DefaultTransform: slimMetadata(cache.TransformStripManagedFields())}
 	if len(watchNamespaces) == 0 {
 		return opts
 	}
@@ -26,4 +29,23 @@ func CacheOptions(watchNamespaces []string) cache.Options {
 		opts.DefaultNamespaces[ns] = cache.Config{}
 	}
 	return opts
+}
+
+// slimMetadata keeps of an object cached as metadata only (ConfigMaps,
+// Secrets, the workloads a layer waits for: thousands each) what the
+// operator reads: its identity, resourceVersion, generation, labels (layer
+// ownership, Helm's release records) and deletion. Annotations, owner
+// references and finalizers, as large as the rest (Helm's meta.helm.sh/*),
+// are dropped. Other objects go through next.
+func slimMetadata(next toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		m, ok := obj.(*metav1.PartialObjectMetadata)
+		if !ok {
+			return next(obj)
+		}
+		return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+			Generation: m.Generation, Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp,
+		}}, nil
+	}
 }

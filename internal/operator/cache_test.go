@@ -43,3 +43,28 @@ func TestCacheOptions_KeepEveryConfigMapAndSecret(t *testing.T) {
 		}
 	}
 }
+
+// Of metadata, the cache keeps what the operator reads (names, version,
+// labels, deletion) and drops the rest.
+func TestCacheOptions_SlimMetadata(t *testing.T) {
+	g := NewWithT(t)
+	now := metav1.Now()
+	in := &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "sh.helm.release.v1.r.v1", Namespace: "apps", UID: "u", ResourceVersion: "7", Generation: 2,
+			Labels:            map[string]string{"owner": "helm", "name": "r", "version": "1"},
+			DeletionTimestamp: &now,
+			Annotations:       map[string]string{"meta.helm.sh/release-name": "r"},
+			OwnerReferences:   []metav1.OwnerReference{{Name: "o"}},
+			Finalizers:        []string{"f"},
+			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "helm"}},
+		},
+	}
+	out, err := CacheOptions(nil).DefaultTransform(in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal(&metav1.PartialObjectMetadata{TypeMeta: in.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: in.Name, Namespace: in.Namespace, UID: in.UID, ResourceVersion: in.ResourceVersion, Generation: 2,
+		Labels: in.Labels, DeletionTimestamp: &now,
+	}}))
+}

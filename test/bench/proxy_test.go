@@ -1,15 +1,14 @@
 package bench
 
 import (
-	"context"
+	"encoding/pem"
 	"maps"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,14 +17,16 @@ import (
 	"github.com/kraan-io/kraan-operator/test/bench/report"
 )
 
-// countingProxy is a plain-HTTP reverse proxy on loopback in front of the
-// plane's API server, holding the plane's admin credentials: the operator
-// process is given a kubeconfig that points at it, and every request it
-// makes is counted by kind on the way through.
+// countingProxy is a reverse proxy on loopback in front of the plane's API
+// server, holding the plane's admin credentials: the operator process is
+// given a kubeconfig that points at it, and every request it makes is
+// counted by kind on the way through. It serves TLS and HTTP/2, as an API
+// server does: over plain HTTP, client-go uses HTTP/1.1, a connection per
+// watch, and gzip whatever the config says, which the operator never does
+// against a real cluster.
 type countingProxy struct {
-	url    string
 	counts requestCounts
-	srv    *http.Server
+	srv    *httptest.Server
 }
 
 // startProxy serves the proxy until stop. The transport is the admin
@@ -46,26 +47,28 @@ func startProxy(cfg *rest.Config) (*countingProxy, error) {
 		Transport:     rt,
 		FlushInterval: -1,
 	}
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	p.url = "http://" + l.Addr().String()
-	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.counts.add(requestKind(r))
 		rp.ServeHTTP(w, r)
-	})}
-	go func() { _ = p.srv.Serve(l) }()
+	}))
+	p.srv.EnableHTTP2 = true
+	p.srv.StartTLS()
 	return p, nil
 }
 
-func (p *countingProxy) stop() error { return p.srv.Close() }
+// stop closes the proxy and the connections still open through it.
+func (p *countingProxy) stop() error {
+	p.srv.CloseClientConnections()
+	p.srv.Close()
+	return nil
+}
 
-// writeKubeconfig writes a kubeconfig for the proxy: no credentials, the
-// proxy adds them.
+// writeKubeconfig writes a kubeconfig for the proxy: its CA, no
+// credentials, the proxy adds them.
 func (p *countingProxy) writeKubeconfig(path string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["bench"] = &clientcmdapi.Cluster{Server: p.url}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.srv.Certificate().Raw})
+	cfg.Clusters["bench"] = &clientcmdapi.Cluster{Server: p.srv.URL, CertificateAuthorityData: ca}
 	cfg.AuthInfos["bench"] = &clientcmdapi.AuthInfo{}
 	cfg.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
 	cfg.CurrentContext = "bench"
