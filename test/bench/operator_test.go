@@ -54,7 +54,7 @@ func measureOperator(ctx context.Context, p *planeEnv, bin string, n int) (res r
 	if err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, proxy.stop()) }()
+	defer proxy.stop()
 	r := &operatorRun{c: p.client, bin: bin, dir: p.dir, n: n, proxy: proxy, kubecfg: filepath.Join(p.dir, "operator.kubeconfig")}
 	if err := proxy.writeKubeconfig(r.kubecfg); err != nil {
 		return res, err

@@ -57,10 +57,9 @@ func startProxy(cfg *rest.Config) (*countingProxy, error) {
 }
 
 // stop closes the proxy and the connections still open through it.
-func (p *countingProxy) stop() error {
+func (p *countingProxy) stop() {
 	p.srv.CloseClientConnections()
 	p.srv.Close()
-	return nil
 }
 
 // writeKubeconfig writes a kubeconfig for the proxy: its CA, no
