@@ -105,6 +105,8 @@ type clusterClients struct {
 	tracker *rollout.Tracker
 	// apis keeps what the cluster serves between actions.
 	apis *servedAPIs
+	// clientsets are the actions' typed clients, by user.
+	clientsets *clientsets
 }
 
 func newClusterClients(config *rest.Config) (*clusterClients, error) {
@@ -125,11 +127,12 @@ func newClusterClients(config *rest.Config) (*clusterClients, error) {
 	// kinds defined by those CRDs resolve in the same install.
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	return &clusterClients{
-		config:    config,
-		tracker:   rollout.NewTracker(dyn),
-		discovery: cached,
-		mapper:    mapper,
-		apis:      &servedAPIs{discovery: cached, reset: mapper.Reset, metadata: meta},
+		config:     config,
+		tracker:    rollout.NewTracker(dyn),
+		discovery:  cached,
+		mapper:     mapper,
+		apis:       &servedAPIs{discovery: cached, reset: mapper.Reset, metadata: meta},
+		clientsets: &clientsets{},
 	}, nil
 }
 

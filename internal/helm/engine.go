@@ -8,6 +8,8 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/client-go/rest"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -33,7 +35,9 @@ func NewEngine(config *rest.Config) (*Engine, error) {
 	helmConfig := rest.CopyConfig(config)
 	// Helm's wait polls every object of a release every 2 seconds; client-go's
 	// default limit (5 requests/s) throttles a few concurrent waits into
-	// failure. Each action gets its own limiter from these settings.
+	// failure. Each action's resource clients get their own limiter from
+	// these settings; the typed clients (release storage) share one per
+	// user (see clientsets).
 	helmConfig.QPS = max(helmConfig.QPS, helmQPS)
 	helmConfig.Burst = max(helmConfig.Burst, helmBurst)
 	local, err := newClusterClients(helmConfig)
@@ -83,7 +87,7 @@ func (e *Engine) configFor(target Target, debug action.DebugLog, pause func() fu
 	if err != nil {
 		return nil, err
 	}
-	tracker, apis := cc.tracker, cc.apis
+	tracker, apis, shared := cc.tracker, cc.apis, cc.clientsets
 	if target.FreshClients {
 		if cc, err = newClusterClients(cc.config); err != nil {
 			return nil, err
@@ -105,7 +109,16 @@ func (e *Engine) configFor(target Target, debug action.DebugLog, pause func() fu
 	}
 	if kc, ok := cfg.KubeClient.(*kube.Client); ok {
 		if !target.FreshClients && apis != nil {
-			kc.Factory = &sharedValidators{Factory: kc.Factory, apis: apis, user: target.Impersonate}
+			factory := &sharedValidators{Factory: kc.Factory, apis: apis, clientsets: shared, config: config, user: target.Impersonate}
+			kc.Factory = factory
+			// Init's storage builds a clientset of its own on first use.
+			cs, err := factory.KubernetesClientSet()
+			if err != nil {
+				return nil, err
+			}
+			secrets := driver.NewSecrets(cs.CoreV1().Secrets(target.StorageNamespace))
+			secrets.Log = debug
+			cfg.Releases = storage.Init(secrets)
 		}
 		cfg.KubeClient = &watchingClient{Client: kc, tracker: tracker, pause: pause, apis: apis}
 	}

@@ -7,7 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/openapi/cached"
+	"k8s.io/client-go/rest"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/validation"
 	"sigs.k8s.io/yaml"
@@ -27,9 +29,18 @@ import (
 type sharedValidators struct {
 	kube.Factory
 	apis *servedAPIs
-	// user is the impersonated user: a validator built as one user is
-	// never served to another.
+	// clientsets serves KubernetesClientSet, built from config.
+	clientsets *clientsets
+	config     *rest.Config
+	// user is the impersonated user: a validator or clientset built as one
+	// user is never served to another.
 	user string
+}
+
+// KubernetesClientSet implements kube.Factory with the cluster's clientset
+// of the user (see clientsets).
+func (f *sharedValidators) KubernetesClientSet() (*kubernetes.Clientset, error) {
+	return f.clientsets.get(f.user, f.config)
 }
 
 var _ kube.Factory = &sharedValidators{}
