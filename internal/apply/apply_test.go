@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -428,9 +427,7 @@ type applyBarrier struct {
 }
 
 func (b *applyBarrier) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	po := &client.PatchOptions{}
-	po.ApplyOptions(opts)
-	if patch.Type() != types.ApplyPatchType || len(po.DryRun) > 0 {
+	if !isApply(patch, opts) {
 		return b.Client.Patch(ctx, obj, patch, opts...)
 	}
 	kind := obj.GetObjectKind().GroupVersionKind().Kind

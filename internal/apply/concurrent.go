@@ -68,22 +68,29 @@ type heldApplies struct {
 }
 
 type heldApply struct {
-	obj   client.Object
+	obj   *unstructured.Unstructured
 	patch client.Patch
 	opts  []client.PatchOption
 }
 
-// Patch holds back an apply that is not a dry run.
+// Patch holds back an apply that is not a dry run (ApplyAll's objects are
+// unstructured).
 func (h *heldApplies) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	po := &client.PatchOptions{}
-	po.ApplyOptions(opts)
-	if patch.Type() != types.ApplyPatchType || len(po.DryRun) > 0 {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || !isApply(patch, opts) {
 		return h.Client.Patch(ctx, obj, patch, opts...)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.applies = append(h.applies, heldApply{obj: obj, patch: patch, opts: slices.Clone(opts)})
+	h.applies = append(h.applies, heldApply{obj: u, patch: patch, opts: slices.Clone(opts)})
 	return nil
+}
+
+// isApply says whether a patch is a server-side apply that is not a dry run.
+func isApply(patch client.Patch, opts []client.PatchOption) bool {
+	po := &client.PatchOptions{}
+	po.ApplyOptions(opts)
+	return patch.Type() == types.ApplyPatchType && len(po.DryRun) == 0
 }
 
 // send applies what was held, in the order it was held: each run of objects
@@ -92,15 +99,15 @@ func (h *heldApplies) Patch(ctx context.Context, obj client.Object, patch client
 func (h *heldApplies) send(ctx context.Context) error {
 	for start := 0; start < len(h.applies); {
 		end := start + 1
-		kind := h.applies[start].obj.GetObjectKind().GroupVersionKind().GroupKind()
-		for end < len(h.applies) && h.applies[end].obj.GetObjectKind().GroupVersionKind().GroupKind() == kind {
+		kind := h.applies[start].obj.GroupVersionKind().GroupKind()
+		for end < len(h.applies) && h.applies[end].obj.GroupVersionKind().GroupKind() == kind {
 			end++
 		}
 		run := h.applies[start:end]
 		err := forEachIndex(ctx, len(run), func(ctx context.Context, i int) error {
 			obj := run[i].obj
 			if err := h.Client.Patch(ctx, obj, run[i].patch, run[i].opts...); err != nil {
-				return fmt.Errorf("%s apply failed: %w", describeApplied(obj), err) // as ApplyAll words it
+				return fmt.Errorf("%s apply failed: %w", utils.FmtUnstructured(obj), err) // as ApplyAll words it
 			}
 			return nil
 		})
@@ -110,12 +117,4 @@ func (h *heldApplies) send(ctx context.Context) error {
 		start = end
 	}
 	return nil
-}
-
-// describeApplied names obj as ssa's messages do.
-func describeApplied(obj client.Object) string {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return utils.FmtUnstructured(u)
-	}
-	return Describe(obj)
 }

@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 )
 
 // CacheOptions are the manager's cache options: limited to watchNamespaces
@@ -20,15 +22,10 @@ import (
 // what the chart labelled. Of the objects cached as metadata (see
 // slimMetadata) only what the operator reads is kept.
 func CacheOptions(watchNamespaces []string) cache.Options {
-	opts := cache.Options{DefaultTransform: slimMetadata(cache.TransformStripManagedFields())}
-	if len(watchNamespaces) == 0 {
-		return opts
+	return cache.Options{
+		DefaultTransform:  slimMetadata(cache.TransformStripManagedFields()),
+		DefaultNamespaces: kit.CacheNamespaces(watchNamespaces),
 	}
-	opts.DefaultNamespaces = map[string]cache.Config{}
-	for _, ns := range watchNamespaces {
-		opts.DefaultNamespaces[ns] = cache.Config{}
-	}
-	return opts
 }
 
 // slimMetadata keeps of an object cached as metadata only (ConfigMaps,

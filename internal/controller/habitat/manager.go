@@ -76,13 +76,8 @@ func newGroupCache(mgr ctrl.Manager, opts Options) (cache.Cache, error) {
 			&corev1.Pod{}:       {Label: PeerGroupSelector()},
 			&corev1.ConfigMap{}: {Label: PeerGroupSelector()},
 		},
-		DefaultTransform: cache.TransformStripManagedFields(),
-	}
-	if len(opts.WatchNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range opts.WatchNamespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
+		DefaultTransform:  cache.TransformStripManagedFields(),
+		DefaultNamespaces: kit.CacheNamespaces(opts.WatchNamespaces),
 	}
 	c, err := cache.New(mgr.GetConfig(), cacheOpts)
 	if err != nil {

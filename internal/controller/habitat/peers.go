@@ -113,7 +113,8 @@ func (r *Reconciler) groupMembers(ctx context.Context, namespace, group string) 
 	return refs, nil
 }
 
-// readingFrom is a client whose reads go to reader.
+// readingFrom is a client whose Get, the one read CreateOrUpdate makes, goes
+// to reader.
 type readingFrom struct {
 	client.Client
 	reader client.Reader
@@ -121,8 +122,4 @@ type readingFrom struct {
 
 func (c readingFrom) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	return c.reader.Get(ctx, key, obj, opts...)
-}
-
-func (c readingFrom) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return c.reader.List(ctx, list, opts...)
 }

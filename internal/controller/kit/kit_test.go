@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 func TestRunSteps_StopsAtTheFirstHalt(t *testing.T) {
@@ -169,4 +170,11 @@ func TestSetStatusCondition_BoundsTheMessage(t *testing.T) {
 	var conds []metav1.Condition
 	SetCondition(&conds, 1, "Ready", metav1.ConditionFalse, "Failed", strings.Repeat("x", 10*MaxMessageLength))
 	g.Expect(len(conds[0].Message)).To(BeNumerically("<=", MaxMessageLength))
+}
+
+// No namespace watches them all (nil); otherwise the cache holds those only.
+func TestCacheNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(CacheNamespaces(nil)).To(BeNil())
+	g.Expect(CacheNamespaces([]string{"a", "b"})).To(Equal(map[string]cache.Config{"a": {}, "b": {}}))
 }
