@@ -88,8 +88,8 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 	fs.StringVar(&opts.sourceNamespace, "default-source-namespace", os.Getenv("RUNTIME_NAMESPACE"),
 		"Namespace of an AddonsLayer's source when spec.source.namespace is empty; defaults to $RUNTIME_NAMESPACE.")
 	fs.StringVar(&opts.defaultServiceAccount, "default-service-account", "",
-		"Service account (in the HelmRelease's namespace) that HelmReleases naming none impersonate; "+
-			"set it to lock tenants down to what that account may do.")
+		"Service account (in the object's namespace) that HelmReleases naming none, and the releases of chart-backed kinds "+
+			"(watches.yaml) whose entry names none, impersonate; set it to lock tenants down to what that account may do.")
 	fs.BoolVar(&opts.noCrossNamespaceRefs, "no-cross-namespace-refs", false,
 		"Refuse HelmReleases that refer to a chart source or a dependency in another namespace (Flux's multi-tenancy lockdown).")
 	fs.DurationVar(&opts.requeueDependency, "requeue-dependency", kit.DefaultDependencyRequeue,

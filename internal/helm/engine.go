@@ -74,6 +74,9 @@ type Target struct {
 	// Cluster, when set, is the remote cluster the release lives in
 	// (spec.kubeConfig); nil is the operator's own.
 	Cluster *Cluster
+	// Bounds, when set, confine what every action may create, update or
+	// delete, hooks included (see confine.go): chart-backed kinds.
+	Bounds *Bounds
 }
 
 // configFor returns a Helm action configuration for target. Releases are
@@ -122,6 +125,7 @@ func (e *Engine) configFor(target Target, debug action.DebugLog, pause func() fu
 		}
 		cfg.KubeClient = &watchingClient{Client: kc, tracker: tracker, pause: pause, apis: apis}
 	}
+	cfg.KubeClient = target.Bounds.guard(cfg.KubeClient)
 	if !target.FreshClients && apis != nil {
 		// Helm computes these at the start of every action after dropping
 		// its discovery cache; the cluster's are kept until its APIs change.

@@ -32,7 +32,8 @@ import (
 type Options struct {
 	// ControllerOptions are the workers and retry delays of every controller.
 	kit.ControllerOptions
-	// DefaultServiceAccount is impersonated by HelmReleases that name none.
+	// DefaultServiceAccount is impersonated by HelmReleases that name none
+	// and by the releases of chart-backed kinds whose watch names none.
 	DefaultServiceAccount string
 	// Charts gets the charts of HelmReleases; by default from Flux sources,
 	// with artifacts kept under ChartArtifactsDir.
@@ -106,7 +107,8 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 // completes the chart-backed Habitat kind.
 func setupChartBacked(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 	for _, w := range opts.Watches {
-		if err := chartbacked.Setup(mgr, engine, w, opts.ControllerOptions); err != nil {
+		chartOpts := chartbacked.Options{ControllerOptions: opts.ControllerOptions, DefaultServiceAccount: opts.DefaultServiceAccount}
+		if err := chartbacked.Setup(mgr, engine, w, chartOpts); err != nil {
 			return fmt.Errorf("setting up the chart-backed %s controller: %w", w.String(), err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kraan-io/kraan-operator/internal/helm"
@@ -40,14 +41,38 @@ type Watch struct {
 	MaxConcurrentReconciles *int `json:"maxConcurrentReconciles,omitempty"`
 	// Selector limits the objects reconciled to those it matches.
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// ServiceAccountName is the ServiceAccount, in each object's namespace,
+	// that every Helm action of the object's release impersonates; the
+	// operator's --default-service-account when unset. With neither, the
+	// actions run as the operator (the unlocked mode).
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// AllowedKinds are the only kinds a release of this kind may create;
+	// when unset, the kinds the chart's templates declare literally (see
+	// helm.ChartKinds). A declared list wins over the chart.
+	AllowedKinds []GroupKind `json:"allowedKinds,omitempty"`
+	// AllowClusterScoped lets a release create cluster-scoped objects of
+	// its allowed kinds; false by default: every object is in the
+	// namespace of the object the release belongs to.
+	AllowClusterScoped bool `json:"allowClusterScoped,omitempty"`
 
 	// LoadedChart is Chart, loaded at start so a broken chart stops the
 	// operator instead of failing every reconcile.
 	LoadedChart *helm.Chart `json:"-"`
 	// LabelSelector is Selector, parsed; labels.Everything() when unset.
 	LabelSelector labels.Selector `json:"-"`
+	// Kinds a release may create: AllowedKinds, or the chart's.
+	Kinds []schema.GroupKind `json:"-"`
 	// expandedOverrides are OverrideValues after environment expansion.
 	expandedOverrides map[string]string
+}
+
+// GroupKind names a kind of AllowedKinds; the group is empty for the core
+// group, and "*" allows the kind in every group.
+type GroupKind struct {
+	// Group of the kind; empty for the core group.
+	Group string `json:"group,omitempty"`
+	// Kind allowed.
+	Kind string `json:"kind"`
 }
 
 // GroupVersionKind returns the watched kind.
@@ -114,8 +139,60 @@ func (w *Watch) validate(dir string) error {
 	if w.MaxConcurrentReconciles != nil && *w.MaxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("maxConcurrentReconciles %d is below 1", *w.MaxConcurrentReconciles))
 	}
+	if w.ServiceAccountName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(w.ServiceAccountName) {
+			errs = append(errs, fmt.Errorf("serviceAccountName %q: %s", w.ServiceAccountName, msg))
+		}
+	}
 	errs = append(errs, w.loadChart(dir), w.parseSelector(), w.expandOverrides())
+	if w.LoadedChart != nil {
+		errs = append(errs, w.resolveKinds())
+	}
 	return errors.Join(errs...)
+}
+
+// resolveKinds fills Kinds from AllowedKinds or, when unset, from the chart.
+// A chart that declares no kind literally would fail every release: it needs
+// AllowedKinds, which the start-up says.
+func (w *Watch) resolveKinds() error {
+	if len(w.AllowedKinds) == 0 {
+		w.Kinds = helm.ChartKinds(w.LoadedChart)
+		if len(w.Kinds) == 0 {
+			return fmt.Errorf("chart %s declares no kind in a literal `kind:` line of its templates: list the kinds its releases may create in allowedKinds", w.Chart)
+		}
+		return nil
+	}
+	var errs []error
+	w.Kinds = make([]schema.GroupKind, 0, len(w.AllowedKinds))
+	for i, k := range w.AllowedKinds {
+		if k.Kind == "" {
+			errs = append(errs, fmt.Errorf("allowedKinds[%d]: kind is required", i))
+			continue
+		}
+		w.Kinds = append(w.Kinds, schema.GroupKind{Group: k.Group, Kind: k.Kind})
+	}
+	return errors.Join(errs...)
+}
+
+// Bounds are what the release of the watched object namespace/name may
+// create: objects of its namespace, of Kinds, cluster-scoped ones only when
+// AllowClusterScoped.
+func (w *Watch) Bounds(namespace, name string) *helm.Bounds {
+	return &helm.Bounds{
+		Owner:         fmt.Sprintf("%s %s/%s", w.Kind, namespace, name),
+		Namespace:     namespace,
+		Kinds:         w.Kinds,
+		ClusterScoped: w.AllowClusterScoped,
+	}
+}
+
+// ServiceAccount is the ServiceAccount the releases impersonate: the
+// entry's own, or fallback (--default-service-account); empty for none.
+func (w *Watch) ServiceAccount(fallback string) string {
+	if w.ServiceAccountName != "" {
+		return w.ServiceAccountName
+	}
+	return fallback
 }
 
 func (w *Watch) loadChart(dir string) error {

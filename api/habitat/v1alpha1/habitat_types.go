@@ -178,14 +178,21 @@ type HabitatStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
 
-// DeployedRelease is the Helm release of a chart-backed object.
+// DeployedRelease names the Helm release of a chart-backed object. It never
+// holds the rendered manifest, which may hold Secret data.
 type DeployedRelease struct {
 	// Name of the release.
 	// +required
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// Manifest of the release.
+	// Revision is the newest revision of the release in storage.
 	// +optional
-	Manifest string `json:"manifest,omitempty"`
+	Revision int32 `json:"revision,omitempty"`
+	// Status of that revision, as Helm says it: deployed, failed,
+	// pending-install…
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Status string `json:"status,omitempty"`
 }
 
 // Habitat is a group of Chef Habitat supervisors running one service.

@@ -39,6 +39,10 @@ type Reconciler struct {
 	Events kit.Events
 	// APIReader reads the object fresh before its status is written.
 	APIReader client.Reader
+	// DefaultServiceAccount is impersonated by every Helm action when the
+	// watch names no ServiceAccount (--default-service-account); with
+	// neither, the actions run as the operator.
+	DefaultServiceAccount string
 
 	chartDigest string
 	// controller and dependents let Reconcile add a watch for each kind a
@@ -140,7 +144,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope, obj *
 		return
 	}
 	sc.result, sc.runErr = r.Engine.Run(ctx, helm.Request{
-		Target:       chartTarget(obj),
+		Target:       r.targetOf(obj),
 		Desired:      helm.Desired{Chart: r.Watch.LoadedChart, ChartDigest: r.chartDigest, Values: values},
 		Spec:         releaseSpecFor(obj),
 		PostRenderer: r.postRenderer(obj),
@@ -155,7 +159,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unst
 	if !controllerutil.ContainsFinalizer(obj, ChartFinalizer) {
 		return nil
 	}
-	if err := r.Engine.Uninstall(ctx, chartTarget(obj), releaseSpecFor(obj)); err != nil {
+	if err := r.Engine.Uninstall(ctx, r.targetOf(obj), releaseSpecFor(obj)); err != nil {
 		return err
 	}
 	controllerutil.RemoveFinalizer(obj, ChartFinalizer)
@@ -173,10 +177,20 @@ func (r *Reconciler) newObject() *unstructured.Unstructured {
 	return obj
 }
 
-// chartTarget places the release as Operator SDK does: the object's name
-// and namespace, stored in that namespace.
-func chartTarget(obj client.Object) helm.Target {
-	return helm.Target{ReleaseName: obj.GetName(), Namespace: obj.GetNamespace(), StorageNamespace: obj.GetNamespace()}
+// targetOf places the release as Operator SDK does: the object's name and
+// namespace, stored in that namespace. Every action is confined to the
+// watch's bounds and, when a ServiceAccount applies, made as that account of
+// the object's namespace, so a tenant's object can do no more than the
+// tenant's account could.
+func (r *Reconciler) targetOf(obj client.Object) helm.Target {
+	t := helm.Target{
+		ReleaseName: obj.GetName(), Namespace: obj.GetNamespace(), StorageNamespace: obj.GetNamespace(),
+		Bounds: r.Watch.Bounds(obj.GetNamespace(), obj.GetName()),
+	}
+	if sa := r.Watch.ServiceAccount(r.DefaultServiceAccount); sa != "" {
+		t.Impersonate = "system:serviceaccount:" + obj.GetNamespace() + ":" + sa
+	}
+	return t
 }
 
 // waitsForNewSpec reports a terminal configuration error: only an update of

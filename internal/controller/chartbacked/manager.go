@@ -28,17 +28,27 @@ import (
 // dependents of chart-backed objects.
 const chartFieldOwner = "kraan-operator-chart"
 
+// Options are the settings every chart-backed controller shares.
+type Options struct {
+	// ControllerOptions are the workers and retry delays.
+	kit.ControllerOptions
+	// DefaultServiceAccount is impersonated when a watch names no
+	// ServiceAccount (--default-service-account).
+	DefaultServiceAccount string
+}
+
 // Setup registers the reconciler of watch w with mgr: one Helm release per
 // object of the watched kind, run by engine.
-func Setup(mgr manager.Manager, engine *helm.Engine, w watches.Watch, opts kit.ControllerOptions) error {
+func Setup(mgr manager.Manager, engine *helm.Engine, w watches.Watch, opts Options) error {
 	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Engine:    engine,
-		Watch:     w,
-		Events:    kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
+		Client:                mgr.GetClient(),
+		APIReader:             mgr.GetAPIReader(),
+		Engine:                engine,
+		Watch:                 w,
+		Events:                kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
+		DefaultServiceAccount: opts.DefaultServiceAccount,
 	}
-	return r.setupWithManager(mgr, opts)
+	return r.setupWithManager(mgr, opts.ControllerOptions)
 }
 
 // setupWithManager registers the reconciler of the watch's kind. Dependent
@@ -100,8 +110,15 @@ func (r *Reconciler) reconcileDependents(ctx context.Context, owner *unstructure
 	if err != nil {
 		return err
 	}
+	bounds := r.Watch.Bounds(owner.GetNamespace(), owner.GetName())
 	var errs []error
 	for _, obj := range objs {
+		// The record is read back from storage: what it holds is restored
+		// only within the bounds the release was rendered in.
+		if err := bounds.CheckObject(obj, r.Mapper); err != nil {
+			errs = append(errs, fmt.Errorf("not restoring: %w", err))
+			continue
+		}
 		if err := r.watchDependent(obj.GroupVersionKind()); err != nil {
 			errs = append(errs, err)
 		}

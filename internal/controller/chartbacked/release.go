@@ -85,8 +85,19 @@ func reconcilePeriodFor(obj client.Object, watchPeriod time.Duration) time.Durat
 	return d
 }
 
-// postRenderer gives the rendered objects a controller reference to obj.
-func (r *Reconciler) postRenderer(obj *unstructured.Unstructured) *helm.OwnerRefPostRenderer {
+// postRenderer refuses a manifest with an object outside the watch's
+// bounds, before anything is applied, then gives the rendered objects a
+// controller reference to obj.
+func (r *Reconciler) postRenderer(obj *unstructured.Unstructured) *helm.BoundsPostRenderer {
+	return &helm.BoundsPostRenderer{
+		Bounds: r.Watch.Bounds(obj.GetNamespace(), obj.GetName()),
+		Mapper: r.Mapper,
+		Next:   r.ownerRefs(obj),
+	}
+}
+
+// ownerRefs gives the rendered objects a controller reference to obj.
+func (r *Reconciler) ownerRefs(obj *unstructured.Unstructured) *helm.OwnerRefPostRenderer {
 	return &helm.OwnerRefPostRenderer{
 		Owner: metav1.OwnerReference{
 			APIVersion:         obj.GetAPIVersion(),

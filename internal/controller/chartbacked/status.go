@@ -173,15 +173,18 @@ func writeChartConditions(obj *unstructured.Unstructured, conds []metav1.Conditi
 	_ = unstructured.SetNestedSlice(obj.Object, out, "status", "conditions")
 }
 
-// setDeployedRelease records the release in storage, or removes the record
-// when there is none.
+// setDeployedRelease records which release is in storage, or removes the
+// record when there is none. It names the revision and its status, never
+// the rendered manifest: a chart that renders a Secret would publish its
+// data to everyone who may read the object.
 func setDeployedRelease(obj *unstructured.Unstructured, rel *helm.Revision) {
 	if rel == nil {
 		unstructured.RemoveNestedField(obj.Object, "status", "deployedRelease")
 		return
 	}
-	_ = unstructured.SetNestedMap(obj.Object, map[string]any{"name": rel.Name, "manifest": rel.Manifest},
-		"status", "deployedRelease")
+	_ = unstructured.SetNestedMap(obj.Object, map[string]any{
+		"name": rel.Name, "revision": int64(rel.Version), "status": rel.Status,
+	}, "status", "deployedRelease")
 }
 
 // recordFailures emits a Warning event naming the failed action; the reason
