@@ -14,15 +14,20 @@ import (
 )
 
 // writeFuzzWatches writes content as dir/watches.yaml beside the smallest
-// chart Load accepts, dir/chart, and returns the file's path.
+// chart Load accepts, dir/chart (one template declaring one kind), and
+// returns the file's path.
 func writeFuzzWatches(tb testing.TB, dir string, content []byte) string {
 	tb.Helper()
 	chart := []byte("apiVersion: v2\nname: fuzz\nversion: 0.1.0\n")
+	template := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name | quote }}\n")
 	path := filepath.Join(dir, "watches.yaml")
-	if err := os.Mkdir(filepath.Join(dir, "chart"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "chart", "templates"), 0o700); err != nil {
 		tb.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "chart", "Chart.yaml"), chart, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chart", "templates", "cm.yaml"), template, 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	if err := os.WriteFile(path, content, 0o600); err != nil {
@@ -44,6 +49,9 @@ func FuzzLoad(f *testing.F) {
 		"- version: v1\n  kind: Widget\n  chart: chart\n  overrideValues:\n    a[: b\n",
 		"- kind: Widget\n  chart: missing\n  reconcilePeriod: -1s\n  maxConcurrentReconciles: 0\n",
 		"- version: v1\n  kind: Widget\n  chart: chart\n  watchDependentResource: true\n",
+		"- version: v1\n  kind: Widget\n  chart: chart\n  serviceAccountName: tenant\n  allowClusterScoped: true\n" +
+			"  allowedKinds:\n    - kind: ConfigMap\n    - {group: apps, kind: Deployment}\n    - {group: \"*\", kind: Gadget}\n",
+		"- version: v1\n  kind: Widget\n  chart: chart\n  serviceAccountName: Not_A_Name\n  allowedKinds: [{group: apps}]\n",
 		"{}", "",
 	} {
 		f.Add([]byte(seed))
@@ -65,8 +73,11 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		for _, w := range list {
-			if w.LoadedChart == nil || w.LabelSelector == nil {
-				t.Fatalf("%s: accepted without its chart or selector loaded", &w)
+			if w.LoadedChart == nil || w.LabelSelector == nil || len(w.Kinds) == 0 {
+				t.Fatalf("%s: accepted without its chart, selector or allowed kinds loaded", &w)
+			}
+			if b := w.Bounds("ns", "name"); b.Namespace != "ns" || len(b.Kinds) == 0 {
+				t.Fatalf("%s: bounds %+v do not confine to the object's namespace", &w, b)
 			}
 			_, _ = w.Values(nil)
 		}

@@ -166,3 +166,62 @@ func TestLoad_MissingFile(t *testing.T) {
 	_, err := watches.Load(filepath.Join(t.TempDir(), "watches.yaml"))
 	g.Expect(err).To(MatchError(ContainSubstring("reading watches file")))
 }
+
+func TestLoad_ConfinementFields(t *testing.T) {
+	g := NewWithT(t)
+	path := writeWatches(t, `
+- group: test.kraan.io
+  version: v1
+  kind: Widget
+  chart: `+chartDir(t)+`
+  serviceAccountName: widget-deployer
+  allowClusterScoped: true
+  allowedKinds:
+    - kind: ConfigMap
+    - {group: apps, kind: StatefulSet}
+`)
+	list, err := watches.Load(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	w := list[0]
+	g.Expect(w.ServiceAccount("fallback")).To(Equal("widget-deployer"))
+	g.Expect(w.Kinds).To(Equal([]schema.GroupKind{{Kind: "ConfigMap"}, {Group: "apps", Kind: "StatefulSet"}}))
+	b := w.Bounds("shop", "one")
+	g.Expect(b.Owner).To(Equal("Widget shop/one"))
+	g.Expect(b.Namespace).To(Equal("shop"))
+	g.Expect(b.ClusterScoped).To(BeTrue())
+	g.Expect(b.Kinds).To(Equal(w.Kinds))
+}
+
+func TestLoad_ConfinementDefaults_KindsFromTheChart(t *testing.T) {
+	g := NewWithT(t)
+	list, err := watches.Load(writeWatches(t, "- version: v1\n  kind: Widget\n  chart: "+chartDir(t)+"\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	w := list[0]
+	g.Expect(w.ServiceAccount("")).To(BeEmpty())
+	g.Expect(w.ServiceAccount("tenant")).To(Equal("tenant"))
+	g.Expect(w.AllowClusterScoped).To(BeFalse())
+	g.Expect(w.Kinds).To(ConsistOf(
+		schema.GroupKind{Kind: "ConfigMap"}, schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Kind: "Service"}))
+}
+
+func TestLoad_ConfinementFields_Invalid(t *testing.T) {
+	g := NewWithT(t)
+	empty := filepath.Join(t.TempDir(), "empty")
+	g.Expect(os.MkdirAll(filepath.Join(empty, "templates"), 0o700)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(empty, "Chart.yaml"), []byte("apiVersion: v2\nname: empty\nversion: 0.1.0\n"), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(empty, "templates", "any.yaml"), []byte("{{ toYaml .Values.objects }}\n"), 0o600)).To(Succeed())
+	_, err := watches.Load(writeWatches(t, `
+- version: v1
+  kind: Widget
+  chart: `+chartDir(t)+`
+  serviceAccountName: Not_A_Name
+  allowedKinds: [{group: apps}]
+- version: v1
+  kind: Templated
+  chart: `+empty+`
+`))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring(`entry 1 (/v1, Kind=Widget): serviceAccountName "Not_A_Name"`))
+	g.Expect(err.Error()).To(ContainSubstring("allowedKinds[0]: kind is required"))
+	g.Expect(err.Error()).To(ContainSubstring("entry 2 (/v1, Kind=Templated): chart " + empty + " declares no kind"))
+}
