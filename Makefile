@@ -147,7 +147,8 @@ soak: $(ASSETS) source-controller ## Soak the operator binary: 4 layers × 10 He
 # Every native fuzz target, as package:Target; `go test -fuzz` takes one of each.
 FUZZ_TARGETS := ./internal/source:FuzzExtract ./internal/source:FuzzCleanEntryName \
 	./internal/manifest:FuzzReadFile ./internal/layer:FuzzParseDependency ./internal/layer:FuzzGraphCycles \
-	./internal/helm:FuzzComposeValuesTargetPath ./internal/watches:FuzzLoad ./internal/watches:FuzzValues
+	./internal/helm:FuzzComposeValuesTargetPath ./internal/watches:FuzzLoad ./internal/watches:FuzzValues \
+	./helm-charts:FuzzHabitatChart
 FUZZTIME ?= 30s
 
 .PHONY: fuzz

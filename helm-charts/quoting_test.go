@@ -56,6 +56,10 @@ const injection = "/data\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: C
 	"metadata:\n  name: pwned\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\n" +
 	"subjects:\n  - kind: ServiceAccount\n    name: default\n    namespace: shop\n"
 
+// injectionTail swallows the rest of the StatefulSet template into a
+// ConfigMap's block scalar, so that the injected stream stays valid YAML.
+const injectionTail = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tail\ndata:\n  x: |2\n"
+
 // renderWithoutSchema renders the chart as renderHabitat does but skips
 // values.schema.json: what the templates do with values the CRD and the
 // schema would both refuse.
@@ -91,7 +95,7 @@ func TestHabitatChart_Render_InjectedValuesStayStrings(t *testing.T) {
 		"channel": "stable\n---\nkind: Secret", "configSecretName": "cfg\nkind: Secret",
 		"ringSecretName": "ring-20260101000000\n---\nkind: Secret",
 	}, map[string]any{"persistentStorage": map[string]any{
-		"size": "1Gi", "mountPath": injection, "storageClassName": "fast\n---\nkind: Secret",
+		"size": "1Gi", "mountPath": injection + injectionTail, "storageClassName": "fast\n---\nkind: Secret",
 	}})
 	g.Expect(renderWithoutSchema(t, values)).To(ConsistOf("Service", "StatefulSet"))
 
