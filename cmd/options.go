@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/operator"
 )
 
 // options are the operator's command-line flags. They live on a FlagSet of
@@ -44,6 +45,8 @@ type options struct {
 	watchLabelSelector      string
 	watchesFile             string
 	watchNamespace          string
+	recordKeySecret         string
+	recordKeyNamespace      string
 }
 
 func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
@@ -101,6 +104,11 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 		"watches.yaml listing the chart-backed kinds; relative to the working directory, then "+imageWatchesFile+".")
 	fs.StringVar(&opts.watchNamespace, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),
 		"Comma-separated namespaces to watch; empty watches all. Defaults to $WATCH_NAMESPACE.")
+	fs.StringVar(&opts.recordKeySecret, "release-record-key-secret", operator.DefaultRecordKeySecret,
+		"Secret holding the key that signs the Helm release records the operator writes; created with a random key when absent. "+
+			"Records whose signature does not verify are never replayed.")
+	fs.StringVar(&opts.recordKeyNamespace, "release-record-key-namespace", os.Getenv("RUNTIME_NAMESPACE"),
+		"Namespace of --release-record-key-secret: the operator's own, which tenants cannot read. Defaults to $RUNTIME_NAMESPACE.")
 	return fs
 }
 
