@@ -13,7 +13,6 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -157,7 +156,7 @@ func startManager(ctx context.Context, opts *options) error {
 		},
 		Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount,
 		Watches: chartKinds, WatchNamespaces: opts.namespaces(),
-		RecordKeySecret: types.NamespacedName{Namespace: opts.recordKeyNamespace, Name: opts.recordKeySecret},
+		RecordKeySecret: opts.recordKeySecret(),
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
