@@ -156,6 +156,7 @@ func startManager(ctx context.Context, opts *options) error {
 		},
 		Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount,
 		Watches: chartKinds, WatchNamespaces: opts.namespaces(),
+		RecordKeySecret: opts.recordKeySecret(),
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}

@@ -38,7 +38,8 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 		"health-probe-bind-address", "kubeconfig", "leader-elect", "leader-election-lease-duration",
 		"leader-election-namespace", "leader-election-renew-deadline", "leader-election-retry-period",
 		"log-format", "log-level", "max-retry-delay", "metrics-bind-address", "metrics-secure", "min-retry-delay",
-		"no-cross-namespace-refs", "pprof-bind-address", "requeue-dependency", "source-host-override",
+		"no-cross-namespace-refs", "pprof-bind-address", "release-record-key-namespace", "release-record-key-secret",
+		"requeue-dependency", "source-host-override",
 		"watch-label-selector", "watch-namespace", "watches-file",
 	}))
 }

@@ -6,12 +6,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/operator"
 )
 
 // options are the operator's command-line flags. They live on a FlagSet of
@@ -44,6 +47,8 @@ type options struct {
 	watchLabelSelector      string
 	watchesFile             string
 	watchNamespace          string
+	recordKeySecretName     string
+	recordKeyNamespace      string
 }
 
 func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
@@ -101,6 +106,12 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 		"watches.yaml listing the chart-backed kinds; relative to the working directory, then "+imageWatchesFile+".")
 	fs.StringVar(&opts.watchNamespace, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),
 		"Comma-separated namespaces to watch; empty watches all. Defaults to $WATCH_NAMESPACE.")
+	fs.StringVar(&opts.recordKeySecretName, "release-record-key-secret", operator.DefaultRecordKeySecret,
+		"Secret holding the key that signs the Helm release records the operator writes; created with a random key when absent. "+
+			"Records whose signature does not verify are never replayed.")
+	fs.StringVar(&opts.recordKeyNamespace, "release-record-key-namespace", os.Getenv("RUNTIME_NAMESPACE"),
+		"Namespace of --release-record-key-secret: the operator's own, which tenants cannot read. "+
+			"Defaults to $RUNTIME_NAMESPACE, then --leader-election-namespace, then the pod's namespace.")
 	return fs
 }
 
@@ -168,4 +179,24 @@ func (o *options) zapOptions() (*zap.Options, error) {
 	// Stack traces only for real errors; Development would add them to warnings.
 	zopts.StacktraceLevel = zapcore.PanicLevel
 	return zopts, nil
+}
+
+// inClusterNamespaceFile holds the pod's namespace, as for every pod.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// recordKeySecret is the Secret holding the release record key: in
+// --release-record-key-namespace, else the leader election namespace, else
+// the pod's own namespace. Empty when none is known; the operator then
+// refuses to start.
+func (o *options) recordKeySecret() types.NamespacedName {
+	ns := o.recordKeyNamespace
+	if ns == "" {
+		ns = o.leaderElectionNamespace
+	}
+	if ns == "" {
+		if data, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+			ns = strings.TrimSpace(string(data))
+		}
+	}
+	return types.NamespacedName{Namespace: ns, Name: o.recordKeySecretName}
 }

@@ -67,8 +67,11 @@ const (
 	ReasonReconcileError     = "ReconcileError"
 	ReasonKubeConfigError    = "KubeConfigError"
 	ReasonAccessDenied       = "AccessDenied"
-	ReasonDriftDetected      = "DriftDetected"
-	ReasonDriftCorrected     = "DriftCorrected"
-	ReasonNoDriftDetected    = "NoDriftDetected"
-	ReasonSucceeded          = "Succeeded"
+	// ReasonReleaseRecordTampered: a Helm release record's signature does not
+	// verify; the record was changed outside the operator and is not replayed.
+	ReasonReleaseRecordTampered = "ReleaseRecordTampered"
+	ReasonDriftDetected         = "DriftDetected"
+	ReasonDriftCorrected        = "DriftCorrected"
+	ReasonNoDriftDetected       = "NoDriftDetected"
+	ReasonSucceeded             = "Succeeded"
 )

@@ -63,6 +63,9 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 		rel.Labels = map[string]string{}
 	}
 	maps.Copy(rel.Labels, req.Desired.labels())
+	// Its objects and hooks are what the engine renders itself: the record
+	// is signed from now on, and its hooks may run.
+	rel.Labels[recordTrustLabel] = string(RecordVerified)
 	if err := cfg.Releases.Update(rel); err != nil {
 		return fmt.Errorf("recording the adoption of release %s revision %d: %w", rel.Name, rel.Version, err)
 	}

@@ -17,7 +17,7 @@ func TestConfigFor_SharesClientsetsPerUser(t *testing.T) {
 	clientset := func(target Target) *kubernetes.Clientset {
 		cfg, err := e.configFor(target, nil, nil)
 		g.Expect(err).NotTo(HaveOccurred())
-		cs, err := cfg.KubeClient.(*watchingClient).Factory.KubernetesClientSet()
+		cs, err := cfg.KubeClient.(*owningClient).Factory.KubernetesClientSet()
 		g.Expect(err).NotTo(HaveOccurred())
 		return cs
 	}

@@ -81,13 +81,16 @@ func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *Revision, s
 		return DriftReport{}, fmt.Errorf("comparing release %s with the cluster: %w", rel.Name, err)
 	}
 	report := DriftReport{}
+	owner := releaseOwner{name: rel.Name, namespace: rel.Namespace}
 	var drifted []*unstructured.Unstructured
 	for _, d := range diffs {
 		if d.Type != jsondiff.DiffTypeCreate && d.Type != jsondiff.DiffTypeUpdate {
 			continue
 		}
 		report.Drifted = append(report.Drifted, driftedObject(d))
-		drifted = append(drifted, d.DesiredObject.(*unstructured.Unstructured))
+		if correctable(rel, owner, d) {
+			drifted = append(drifted, d.DesiredObject.(*unstructured.Unstructured))
+		}
 	}
 	if len(drifted) == 0 || spec.DriftDetection == nil || spec.DriftDetection.Mode != kraanv1.DriftDetectionEnabled {
 		return report, nil

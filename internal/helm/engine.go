@@ -28,6 +28,8 @@ const (
 type Engine struct {
 	local   *clusterClients
 	remotes remoteClusters
+	// recordKey signs and verifies release records (SignRecordsWith).
+	recordKey []byte
 }
 
 // NewEngine returns an engine talking to the cluster of config.
@@ -123,9 +125,11 @@ func (e *Engine) configFor(target Target, debug action.DebugLog, pause func() fu
 			secrets.Log = debug
 			cfg.Releases = storage.Init(secrets)
 		}
-		cfg.KubeClient = &watchingClient{Client: kc, tracker: tracker, pause: pause, apis: apis}
+		watching := &watchingClient{Client: kc, tracker: tracker, pause: pause, apis: apis}
+		cfg.KubeClient = &owningClient{watchingClient: watching, owner: releaseOwner{name: target.ReleaseName, namespace: target.Namespace}}
 	}
 	cfg.KubeClient = target.Bounds.guard(cfg.KubeClient)
+	e.withSignatures(cfg, target.StorageNamespace)
 	if !target.FreshClients && apis != nil {
 		// Helm computes these at the start of every action after dropping
 		// its discovery cache; the cluster's are kept until its APIs change.
@@ -143,7 +147,9 @@ func (e *Engine) Uninstall(ctx context.Context, target Target, spec *kraanv1.Hel
 	if err != nil {
 		return err
 	}
-	if _, err := newUninstall(cfg, spec).Run(target.ReleaseName); err != nil {
+	uninstall := newUninstall(cfg, spec)
+	uninstall.DisableHooks = uninstall.DisableHooks || !hooksOfLatestReplayable(cfg, target.ReleaseName)
+	if _, err := uninstall.Run(target.ReleaseName); err != nil {
 		return fmt.Errorf("uninstalling release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
 	}
 	return nil

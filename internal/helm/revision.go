@@ -89,6 +89,8 @@ type Revision struct {
 	TestHooks map[string]TestHookRun
 	// Matches says whether the revision was made from the desired chart and values.
 	Matches bool
+	// Trust says whether the operator's key verified the record (RecordTrust).
+	Trust RecordTrust
 }
 
 // TestHookRun is the last run of one test hook.
@@ -136,5 +138,6 @@ func revisionOf(rel *release.Release, desired Desired) *Revision {
 		Manifest: rel.Manifest,
 		TestsRan: TestsRan(rel), TestsFailed: TestsFailed(rel), TestHooks: testHookRuns(rel),
 		Matches: desired.Chart != nil && desired.Matches(rel),
+		Trust:   recordTrust(rel),
 	}
 }

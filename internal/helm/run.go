@@ -97,6 +97,12 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 		known = false
+		// A tampered record is never acted on: not upgraded from, rolled
+		// back to, unlocked or tested.
+		if err := checkTampered(req.Target.StorageNamespace, obs.Latest, obs.PreviousDeployed); err != nil {
+			res.Latest = obs.Latest
+			return res, err
+		}
 		// A revision Flux or the helm CLI made carries none of the engine's
 		// labels; adopted, it matches without a new revision.
 		if err := e.adopt(ctx, cfg, req, obs.Latest); err != nil {
@@ -248,11 +254,17 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 			_, err = upgrade.RunWithContext(ctx, req.Target.ReleaseName, req.Desired.Chart, req.Desired.Values)
 		}
 	case ActionTest:
-		err = runTests(cfg, req)
+		if err = refuseUnverified(obs.Latest, "testing"); err == nil {
+			err = runTests(cfg, req)
+		}
 	case ActionRollback:
-		err = newRollback(cfg, req.Spec, obs.PreviousDeployed.Version).Run(req.Target.ReleaseName)
+		if err = refuseUnverified(obs.PreviousDeployed, "rolling back to"); err == nil {
+			err = newRollback(cfg, req.Spec, obs.PreviousDeployed.Version).Run(req.Target.ReleaseName)
+		}
 	case ActionUninstall:
-		_, err = newUninstall(cfg, req.Spec).Run(req.Target.ReleaseName)
+		uninstall := newUninstall(cfg, req.Spec)
+		uninstall.DisableHooks = uninstall.DisableHooks || !replayable(obs.Latest)
+		_, err = uninstall.Run(req.Target.ReleaseName)
 	case ActionUnlock:
 		detail, err = unlock(cfg, obs.Latest)
 	default:

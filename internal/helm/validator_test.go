@@ -19,7 +19,7 @@ func TestSharedValidators(t *testing.T) {
 	validator := func(target Target) validation.Schema {
 		cfg, err := engine.configFor(target, func(string, ...any) {}, nil)
 		g.Expect(err).NotTo(HaveOccurred())
-		v, err := cfg.KubeClient.(*watchingClient).Factory.Validator(metav1.FieldValidationStrict)
+		v, err := cfg.KubeClient.(*owningClient).Factory.Validator(metav1.FieldValidationStrict)
 		g.Expect(err).NotTo(HaveOccurred())
 		return v
 	}

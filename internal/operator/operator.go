@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -49,6 +50,12 @@ type Options struct {
 	// WatchNamespaces limits the caches the Habitat controller starts itself;
 	// empty watches all namespaces, as the manager's cache.
 	WatchNamespaces []string
+	// RecordKeySecret is the Secret, in the operator's namespace, whose key
+	// signs the release records the operator writes (created when absent).
+	RecordKeySecret types.NamespacedName
+	// RecordKey, when set, is the key itself and RecordKeySecret is not
+	// read: tests sign the records they edit with the same key.
+	RecordKey []byte
 }
 
 // WatchedKinds are the kinds whose informers must have synced before the
@@ -74,6 +81,14 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// Bounded: the manager has not started, nothing else cancels this.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key, err := recordKey(ctx, mgr.GetConfig(), opts)
+	if err != nil {
+		return err
+	}
+	engine.SignRecordsWith(key)
 	if err := helmrelease.Setup(mgr, engine, helmrelease.Options{
 		ControllerOptions:     opts.ControllerOptions,
 		DefaultServiceAccount: opts.DefaultServiceAccount,

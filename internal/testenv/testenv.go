@@ -45,6 +45,11 @@ import (
 // Scheme knows the built-in kinds, CRDs and the operator's kinds.
 var Scheme = newScheme()
 
+// RecordKey is the key the operators that tests start sign release records
+// with (operator.Options.RecordKey), so that a test editing a record can sign
+// it again as the operator would (helm.SignRecord).
+var RecordKey = []byte("kraan-e2e-release-record-key-0123456789")
+
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))

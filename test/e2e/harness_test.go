@@ -246,6 +246,7 @@ func (h *harness) startOperator(cfg *rest.Config, dir string) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(operator.SetupAll(mgr, operator.Options{
 		ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4},
+		RecordKey:         testenv.RecordKey,
 		ChartArtifactsDir: filepath.Join(dir, "chart-artifacts"),
 		Layers: addonslayer.Options{
 			DataPath: h.data, DefaultSourceNamespace: fluxNamespace,

@@ -104,6 +104,7 @@ func operatorOptions(dir string) (operator.Options, error) {
 	}
 	return operator.Options{
 		ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4},
+		RecordKey:         testenv.RecordKey,
 		ChartArtifactsDir: filepath.Join(dir, "chart-artifacts"),
 		Layers: addonslayer.Options{
 			DataPath: filepath.Join(dir, "data"), DefaultSourceNamespace: FluxNamespace,

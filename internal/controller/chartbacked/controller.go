@@ -125,6 +125,10 @@ func chartResult(sc *chartScope, period time.Duration) (ctrl.Result, error) {
 	switch {
 	case waitsForNewSpec(sc):
 		return ctrl.Result{}, nil
+	case tampered(sc.runErr):
+		// Stalled: retrying at once cannot help; look again each period,
+		// in case the record was restored.
+		return ctrl.Result{RequeueAfter: period}, nil
 	case sc.runErr != nil:
 		return ctrl.Result{}, sc.runErr
 	}

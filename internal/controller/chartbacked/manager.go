@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -104,6 +105,14 @@ func specChangedPredicate() predicate.Predicate {
 func (r *Reconciler) reconcileDependents(ctx context.Context, owner *unstructured.Unstructured, sc *chartScope) error {
 	rel := sc.result.LatestRevision(helm.Desired{})
 	if !r.Watch.WatchesDependents() || rel == nil || sc.result.Next != helm.ActionNone {
+		return nil
+	}
+	if rel.Trust != helm.RecordVerified {
+		// Only a record the operator signed is replayed: one it cannot
+		// verify may name any object of the cluster. The next upgrade
+		// writes a signed record.
+		ctrl.LoggerFrom(ctx).Info("Not restoring the release's objects: its record is not signed by this operator",
+			"revision", rel.Version, "trust", string(rel.Trust))
 		return nil
 	}
 	objs, err := ssautil.ReadObjects(strings.NewReader(rel.Manifest))

@@ -36,19 +36,25 @@ const (
 // actions do not wait for readiness: the release is applied and the dependent
 // watches follow the objects. Failed installs are uninstalled and failed
 // upgrades rolled back, then retried on the next pass.
+//
+// A chart-backed release never takes over an object it did not create: a
+// tenant's object named like a hand-made StatefulSet of its namespace would
+// otherwise replace it. Helm then fails the action with a message naming the
+// existing object, and the object is untouched.
 func releaseSpecFor(obj client.Object) *kraanv1.HelmReleaseSpec {
 	a := obj.GetAnnotations()
 	return &kraanv1.HelmReleaseSpec{
 		Install: &kraanv1.Install{ActionOptions: kraanv1.ActionOptions{
 			DisableWait:  true,
 			DisableHooks: annotationTrue(a, AnnotationInstallDisableHooks),
-		}},
+		}, DisableTakeOwnership: true},
 		Upgrade: &kraanv1.Upgrade{
 			ActionOptions: kraanv1.ActionOptions{
 				DisableWait:  true,
 				DisableHooks: annotationTrue(a, AnnotationUpgradeDisableHooks),
 			},
-			Force: annotationTrue(a, AnnotationUpgradeForce),
+			Force:                annotationTrue(a, AnnotationUpgradeForce),
+			DisableTakeOwnership: true,
 		},
 		Rollback: &kraanv1.Rollback{Force: annotationBool(a, AnnotationRollbackForce, true)},
 		Uninstall: &kraanv1.Uninstall{

@@ -93,6 +93,10 @@ func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Resu
 	if !sc.suspended {
 		setOutcomeConditions(sc, res, err)
 	}
+	if kit.ReasonOf(err, "") == kraanv1.ReasonReleaseRecordTampered {
+		// The message names the record's Secret, never its content.
+		r.Events.Warning(hr, kraanv1.ReasonReleaseRecordTampered, err.Error())
+	}
 	for i := range hr.Status.Conditions {
 		hr.Status.Conditions[i].Message = sc.redactor.String(hr.Status.Conditions[i].Message)
 	}

@@ -214,6 +214,11 @@ func classifyRunError(err error) error {
 		// RetryOnFailure: no back-off, the strategy's interval.
 		return kit.Waiting(kraanv1.ReasonRetryOnFailure, later.After, err)
 	}
+	var tampered *helm.TamperedRecordError
+	if errors.As(err, &tampered) {
+		// Someone changed the release's storage: a person must look.
+		return kit.Terminal(kraanv1.ReasonReleaseRecordTampered, err)
+	}
 	if apierrors.IsForbidden(err) {
 		// The message names the verb, the resource and the service account.
 		return kit.Terminal(kraanv1.ReasonAccessDenied, err)

@@ -9,18 +9,22 @@ import (
 	"os"
 	"testing"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
 
-// k8s is the admin client of the plane the suite runs on.
-var k8s client.Client
+// k8s is the admin client of the plane the suite runs on; cfg its config.
+var (
+	k8s client.Client
+	cfg *rest.Config
+)
 
 func TestMain(m *testing.M) {
 	o := suite.Options{InstallCRDs: true, Operator: &suite.Operator{Watches: true}}
 	os.Exit(suite.Run(m, o, func(s *suite.Suite) error {
-		k8s = s.Client
+		k8s, cfg = s.Client, s.Config
 		return nil
 	}))
 }

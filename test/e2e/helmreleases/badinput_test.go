@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
 )
 
@@ -168,5 +170,8 @@ func markPending(t *testing.T, ns, name string) {
 	rel, err := helmCfg.Releases.Last(name)
 	g.Expect(err).NotTo(HaveOccurred())
 	rel.SetStatus(release.StatusPendingUpgrade, "Upgrade in progress")
+	// As the operator would have written it: a record it did not sign is
+	// never replayed.
+	g.Expect(helm.SignRecord(testenv.RecordKey, ns, rel)).To(Succeed())
 	g.Expect(helmCfg.Releases.Update(rel)).To(Succeed())
 }

@@ -106,6 +106,8 @@ func StartOperator(ctx context.Context, p OperatorProcess) (*RunningOperator, er
 		"--watches-file="+filepath.Join(root, "watches.yaml"),
 		"--data-path="+filepath.Join(p.Dir, "data"),
 		"--metrics-bind-address=0",
+		// The pod's namespace, where its release record key lives.
+		"--release-record-key-namespace=default",
 		"--health-probe-bind-address="+op.probe,
 		"--log-format=console")
 	op.proc, err = localplane.StartProcess(localplane.ProcessOptions{

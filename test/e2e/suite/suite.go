@@ -156,7 +156,7 @@ func setOperatorLogger() {
 // startOperator runs the operator's manager, as cmd/main.go wires it, until
 // the cleanups run; its chart artifacts go to a temporary directory.
 func (s *Suite) startOperator(o Operator) error {
-	opts := operator.Options{ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4}}
+	opts := operator.Options{ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4}, RecordKey: testenv.RecordKey}
 	if o.Watches {
 		file, err := testenv.WatchesFile()
 		if err != nil {

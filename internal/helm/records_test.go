@@ -1,0 +1,205 @@
+package helm
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/fluxcd/pkg/ssa/jsondiff"
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	helmtime "helm.sh/helm/v3/pkg/time"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+var testKey = []byte("a-test-key-of-enough-bytes")
+
+func testRecord() *release.Release {
+	return &release.Release{
+		Name: "app", Namespace: "apps", Version: 3,
+		Info: &release.Info{Status: release.StatusDeployed, LastDeployed: helmtime.Now()},
+		Chart: &chart.Chart{Metadata: &chart.Metadata{Name: "small", Version: "0.1.0"},
+			Values: map[string]any{"replicas": 2, "big": int64(1) << 40}},
+		Config:   map[string]any{"image": map[string]any{"tag": "1.2"}},
+		Manifest: "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n",
+		Hooks:    []*release.Hook{{Name: "pre", Kind: "Job", Manifest: "kind: Job", Events: []release.HookEvent{release.HookPreDelete}}},
+		Labels:   map[string]string{ChartDigestLabel: "abc"},
+	}
+}
+
+// stored is rel as Helm's Secrets driver gives it back: its JSON decoded,
+// its labels from the Secret's.
+func stored(t *testing.T, rel *release.Release) *release.Release {
+	t.Helper()
+	data, err := json.Marshal(rel)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	back := &release.Release{}
+	NewWithT(t).Expect(json.Unmarshal(data, back)).To(Succeed())
+	back.Labels = map[string]string{}
+	for k, v := range rel.Labels {
+		back.Labels[k] = v
+	}
+	return back
+}
+
+func TestSignRecord_verifiesAfterAStorageRoundTrip(t *testing.T) {
+	g := NewWithT(t)
+	rel := testRecord()
+	g.Expect(SignRecord(testKey, "apps", rel)).To(Succeed())
+	sig := rel.Labels[RecordSignatureLabel]
+	g.Expect(sig).To(MatchRegexp(`^[0-9a-f]{60}$`), "a valid label value")
+	g.Expect(verifyRecord(testKey, "apps", stored(t, rel))).To(Equal(RecordVerified))
+}
+
+func TestVerifyRecord_classifies(t *testing.T) {
+	signed := testRecord()
+	NewWithT(t).Expect(SignRecord(testKey, "apps", signed)).To(Succeed())
+	tests := []struct {
+		name      string
+		change    func(*release.Release)
+		namespace string
+		key       []byte
+		want      RecordTrust
+	}{
+		{name: "as signed", change: func(*release.Release) {}, want: RecordVerified},
+		{name: "no signature", change: func(r *release.Release) { delete(r.Labels, RecordSignatureLabel) }, want: RecordUnverified},
+		{name: "an object added to the manifest", change: func(r *release.Release) {
+			r.Manifest += "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n"
+		}, want: RecordTampered},
+		{name: "a hook added", change: func(r *release.Release) {
+			r.Hooks = append(r.Hooks, &release.Hook{Name: "crb", Kind: "ClusterRoleBinding"})
+		}, want: RecordTampered},
+		{name: "values changed", change: func(r *release.Release) { r.Config["image"] = "evil" }, want: RecordTampered},
+		{name: "version changed", change: func(r *release.Release) { r.Version = 9 }, want: RecordTampered},
+		{name: "a signature made up", change: func(r *release.Release) { r.Labels[RecordSignatureLabel] = "00" }, want: RecordTampered},
+		{name: "copied to another namespace", namespace: "other", change: func(*release.Release) {}, want: RecordTampered},
+		{name: "another key", key: []byte("another-key-of-enough-bytes"), change: func(*release.Release) {}, want: RecordTampered},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rel := stored(t, signed)
+			tt.change(rel)
+			ns, key := "apps", testKey
+			if tt.namespace != "" {
+				ns = tt.namespace
+			}
+			if tt.key != nil {
+				key = tt.key
+			}
+			NewWithT(t).Expect(verifyRecord(key, ns, rel)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestSigningDriver_sign_keepsAnUntrustedRecordUntrusted(t *testing.T) {
+	d := &signingDriver{key: testKey, namespace: "apps"}
+	tests := []struct {
+		name    string
+		read    RecordTrust
+		wantSig bool
+		want    RecordTrust
+	}{
+		{name: "verified is signed again", read: RecordVerified, wantSig: true, want: RecordVerified},
+		{name: "unverified stays unsigned", read: RecordUnverified, want: RecordUnverified},
+		{name: "tampered keeps its bad signature", read: RecordTampered, wantSig: true, want: RecordTampered},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			rel := testRecord()
+			if tt.read != RecordUnverified {
+				rel.Labels[RecordSignatureLabel] = "0123"
+			}
+			d.classify(rel)
+			rel.Labels[recordTrustLabel] = string(tt.read)
+			rel.Info.Status = release.StatusSuperseded // a status update
+			g.Expect(d.sign(rel)).To(Succeed())
+			g.Expect(recordTrust(rel)).To(Equal(tt.read), "the verdict stays in memory")
+			back := stored(t, rel)
+			delete(back.Labels, recordTrustLabel) // what the Secret holds
+			g.Expect(back.Labels[RecordSignatureLabel] != "").To(Equal(tt.wantSig))
+			g.Expect(verifyRecord(testKey, "apps", back)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestSigningDriver_Create_signsANewRevisionCopiedFromAnUnverifiedOne(t *testing.T) {
+	g := NewWithT(t)
+	d := &signingDriver{Driver: driver.NewMemory(), key: testKey, namespace: "apps"}
+	rel := testRecord()
+	// Helm's upgrade copies the previous revision's labels, the verdict too.
+	rel.Labels[recordTrustLabel] = string(RecordUnverified)
+	g.Expect(d.Create("sh.helm.release.v1.app.v3", rel)).To(Succeed())
+	got, err := d.Get("sh.helm.release.v1.app.v3")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(recordTrust(got)).To(Equal(RecordVerified))
+	g.Expect(verifyRecord(testKey, "apps", stored(t, rel))).To(Equal(RecordVerified))
+}
+
+func TestCheckTampered_namesTheRecordSecret(t *testing.T) {
+	g := NewWithT(t)
+	rel := testRecord()
+	rel.Labels[recordTrustLabel] = string(RecordTampered)
+	err := checkTampered("apps", nil, rel)
+	g.Expect(err).To(MatchError(ContainSubstring("apps/sh.helm.release.v1.app.v3")))
+	g.Expect(err.Error()).NotTo(ContainSubstring("ConfigMap"), "never the record's content")
+	rel.Labels[recordTrustLabel] = string(RecordUnverified)
+	g.Expect(checkTampered("apps", rel)).To(Succeed())
+}
+
+func TestRefuseUnverified(t *testing.T) {
+	g := NewWithT(t)
+	rel := testRecord()
+	g.Expect(refuseUnverified(rel, "rolling back to")).To(Succeed(), "a release made in memory is the engine's")
+	rel.Labels[recordTrustLabel] = string(RecordVerified)
+	g.Expect(refuseUnverified(rel, "rolling back to")).To(Succeed())
+	rel.Labels[recordTrustLabel] = string(RecordUnverified)
+	g.Expect(refuseUnverified(rel, "rolling back to")).To(MatchError(errUnverifiedRecord))
+}
+
+func TestReleaseOwner_owns(t *testing.T) {
+	owner := releaseOwner{name: "app", namespace: "apps"}
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        bool
+	}{
+		{name: "this release's", annotations: map[string]string{ReleaseNameAnnotation: "app", ReleaseNamespaceAnnotation: "apps"}, want: true},
+		{name: "none", want: false},
+		{name: "another release of the namespace", annotations: map[string]string{ReleaseNameAnnotation: "db", ReleaseNamespaceAnnotation: "apps"}},
+		{name: "a release of that name elsewhere", annotations: map[string]string{ReleaseNameAnnotation: "app", ReleaseNamespaceAnnotation: "kube-system"}},
+		{name: "the name only", annotations: map[string]string{ReleaseNameAnnotation: "app"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := &metav1.ObjectMeta{Annotations: tt.annotations}
+			NewWithT(t).Expect(owner.owns(obj)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestCorrectable(t *testing.T) {
+	owner := releaseOwner{name: "app", namespace: "apps"}
+	owned := &unstructured.Unstructured{}
+	owned.SetAnnotations(map[string]string{ReleaseNameAnnotation: "app", ReleaseNamespaceAnnotation: "apps"})
+	handMade := &unstructured.Unstructured{}
+	tests := []struct {
+		name  string
+		trust RecordTrust
+		diff  *jsondiff.Diff
+		want  bool
+	}{
+		{name: "owned object of a verified record", trust: RecordVerified, diff: &jsondiff.Diff{Type: jsondiff.DiffTypeUpdate, ClusterObject: owned}, want: true},
+		{name: "missing object of a verified record", trust: RecordVerified, diff: &jsondiff.Diff{Type: jsondiff.DiffTypeCreate}, want: true},
+		{name: "hand-made object", trust: RecordVerified, diff: &jsondiff.Diff{Type: jsondiff.DiffTypeUpdate, ClusterObject: handMade}},
+		{name: "missing object of an unverified record", trust: RecordUnverified, diff: &jsondiff.Diff{Type: jsondiff.DiffTypeCreate}},
+		{name: "owned object of an unverified record", trust: RecordUnverified, diff: &jsondiff.Diff{Type: jsondiff.DiffTypeUpdate, ClusterObject: owned}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(correctable(&Revision{Trust: tt.trust}, owner, tt.diff)).To(Equal(tt.want))
+		})
+	}
+}

@@ -1,0 +1,90 @@
+package helmreleases_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/release"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/test/e2e/suite"
+)
+
+// A tenant who may edit the Secrets of its namespace edits the release
+// record of its HelmRelease: an object of kube-system in the manifest, a
+// pre-delete hook binding cluster-admin to its ServiceAccount. The operator
+// finds the record's signature broken: Stalled and a Warning event naming the
+// record. Deleting the HelmRelease uninstalls what the release owns, runs no
+// hook of the record, and leaves the kube-system object as it was.
+func TestHelmRelease_TamperedRecord_StallsAndDeletesNothingOutside(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	newRelease(t, ns, "app", "small")
+	readyAt(t, ns, "app")
+
+	victim, binding := ns+"-victim", ns+"-escalate"
+	uid := suite.NewForeignObject(t, k8s, victim)
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: binding}})
+	})
+	suite.EditRecord(t, cfg, ns, "app", func(rel *release.Release) {
+		suite.AddForeignObject(rel, victim)
+		suite.AddClusterAdminHook(rel, binding, ns)
+	})
+	annotate(t, ns, "app", map[string]string{"reconcile.fluxcd.io/requestedAt": time.Now().String()})
+
+	NewWithT(t).Eventually(func(g Gomega) {
+		hr := get(g, ns, "app")
+		stalled := condition(hr, kraanv1.StalledCondition)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(kraanv1.ReasonReleaseRecordTampered))
+		g.Expect(stalled.Message).To(ContainSubstring(ns + "/sh.helm.release.v1.app.v1"))
+		g.Expect(stalled.Message).NotTo(ContainSubstring(victim), "the record's content stays out of the status")
+		g.Expect(eventReasons(g, ns, "app")).To(ContainElement(kraanv1.ReasonReleaseRecordTampered))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	g.Expect(k8s.Delete(ctx, get(g, ns, "app"))).To(Succeed())
+	NewWithT(t).Eventually(func(g Gomega) {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &kraanv1.HelmRelease{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the HelmRelease is still there: %v", err)
+		g.Expect(helmRevisions(g, ns, "app")).To(BeEmpty())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(suite.ForeignObjectUID(g, k8s, victim)).To(Equal(uid), "the kube-system object was deleted or replaced")
+	g.Expect(suite.ClusterRoleBindingExists(g, k8s, binding)).To(BeFalse(), "the record's hook ran with the operator's identity")
+}
+
+// A record without a signature (an earlier operator version or Flux wrote
+// it) naming an object of kube-system: an upgrade drops that object from the
+// release, and Helm deletes what the old manifest has and the new one lacks,
+// but only objects that carry the release's ownership annotations.
+func TestHelmRelease_UnsignedRecord_UpgradeDeletesNothingOutside(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	newRelease(t, ns, "app", "small")
+	readyAt(t, ns, "app")
+
+	victim := ns + "-victim"
+	uid := suite.NewForeignObject(t, k8s, victim)
+	suite.EditRecord(t, cfg, ns, "app", func(rel *release.Release) {
+		delete(rel.Labels, helm.RecordSignatureLabel)
+		suite.AddForeignObject(rel, victim)
+	})
+	update(t, ns, "app", func(hr *kraanv1.HelmRelease) { hr.Spec.Values = toJSON(map[string]any{"message": "two"}) })
+
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(configMapData(g, ns, "app")).To(HaveKeyWithValue("message", "two"))
+		g.Expect(helmRevisions(g, ns, "app")).To(ContainElement("2=deployed"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	readyAt(t, ns, "app")
+	g.Expect(suite.ForeignObjectUID(g, k8s, victim)).To(Equal(uid), "the upgrade deleted the kube-system object")
+}

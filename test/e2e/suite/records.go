@@ -1,0 +1,114 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kraan-io/kraan-operator/internal/helm"
+)
+
+// EditRecord changes the newest release record of a release stored in
+// namespace, as a tenant who may edit the Secrets of its namespace can: the
+// record keeps the labels it had, its signature included.
+func EditRecord(t testing.TB, cfg *rest.Config, namespace, name string, change func(*release.Release)) {
+	t.Helper()
+	g := NewWithT(t)
+	records := recordStorage(t, cfg, namespace)
+	rel, err := records.Last(name)
+	g.Expect(err).NotTo(HaveOccurred())
+	change(rel)
+	g.Expect(records.Update(rel)).To(Succeed())
+}
+
+// ResignRecord edits the newest record as EditRecord does, then signs it
+// with key, as the operator holding that key would have written it: tests
+// that simulate an interrupted action edit records this way.
+func ResignRecord(t testing.TB, cfg *rest.Config, key []byte, namespace, name string, change func(*release.Release)) {
+	t.Helper()
+	EditRecord(t, cfg, namespace, name, func(rel *release.Release) {
+		change(rel)
+		NewWithT(t).Expect(helm.SignRecord(key, namespace, rel)).To(Succeed())
+	})
+}
+
+func recordStorage(t testing.TB, cfg *rest.Config, namespace string) *storage.Storage {
+	cs, err := kubernetes.NewForConfig(cfg)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(namespace)))
+}
+
+// AddForeignObject adds a ConfigMap of kube-system to a record's manifest:
+// an object the release never made.
+func AddForeignObject(rel *release.Release, name string) {
+	rel.Manifest += fmt.Sprintf("\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: kube-system\ndata:\n  a: b\n", name)
+}
+
+// AddClusterAdminHook adds a pre-delete hook to a record that binds
+// cluster-admin to the default ServiceAccount of tenantNamespace: run with
+// the operator's identity, it would hand the tenant the cluster.
+func AddClusterAdminHook(rel *release.Release, name, tenantNamespace string) {
+	rel.Hooks = append(rel.Hooks, &release.Hook{
+		Name: name, Kind: "ClusterRoleBinding", Path: "templates/escalate.yaml",
+		Events: []release.HookEvent{release.HookPreDelete, release.HookPreUpgrade, release.HookPreRollback},
+		Manifest: fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: %s
+  annotations:
+    helm.sh/hook: pre-delete,pre-upgrade,pre-rollback
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: cluster-admin
+subjects:
+- kind: ServiceAccount
+  name: default
+  namespace: %s
+`, name, tenantNamespace),
+	})
+}
+
+// NewForeignObject creates the kube-system ConfigMap AddForeignObject names,
+// deleted when the test ends, and returns its UID.
+func NewForeignObject(t testing.TB, c client.Client, name string) string {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name}, Data: map[string]string{"a": "b"}}
+	NewWithT(t).Expect(c.Create(context.Background(), cm)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(context.Background(), cm) })
+	return string(cm.UID)
+}
+
+// ForeignObjectUID is the UID of the kube-system ConfigMap name, or "" when
+// it is gone.
+func ForeignObjectUID(g Gomega, c client.Client, name string) string {
+	cm := &corev1.ConfigMap{}
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: name}, cm)
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return string(cm.UID)
+}
+
+// ClusterRoleBindingExists says whether the ClusterRoleBinding name exists.
+func ClusterRoleBindingExists(g Gomega, c client.Client, name string) bool {
+	err := c.Get(context.Background(), client.ObjectKey{Name: name}, &rbacv1.ClusterRoleBinding{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return true
+}
