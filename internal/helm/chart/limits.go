@@ -8,14 +8,13 @@ import (
 // Flags of the operator that set the caps of Options. Errors name them, so a
 // user whose chart is refused knows which setting to raise, or to ask for.
 const (
-	FlagMaxIndexSize     = "--max-index-size"
-	FlagMaxChartSize     = "--max-chart-size"
-	FlagMaxManifestSize  = "--max-oci-manifest-size"
-	FlagMaxTags          = "--max-oci-tags"
-	FlagMaxTagPages      = "--max-oci-tag-pages"
-	FlagChartCacheSize   = "--chart-cache-size"
-	FlagIndexCacheSize   = "--index-cache-size"
-	FlagMaxCachedIndexes = "--max-cached-indexes"
+	FlagMaxIndexSize    = "--max-index-size"
+	FlagMaxChartSize    = "--max-chart-size"
+	FlagMaxManifestSize = "--max-oci-manifest-size"
+	FlagMaxTags         = "--max-oci-tags"
+	FlagMaxTagPages     = "--max-oci-tag-pages"
+	FlagChartCacheSize  = "--chart-cache-size"
+	FlagIndexCacheSize  = "--index-cache-size"
 )
 
 // Units of a LimitError: bytes, or a count of tags or pages.
