@@ -119,13 +119,23 @@ func (r *HostileRegistry) set(name string, c hostileChart) {
 
 // hostileManifest is a Helm chart manifest whose layer declares size bytes.
 func hostileManifest(layerSize int64) []byte {
+	type descriptor struct {
+		MediaType string `json:"mediaType"`
+		Digest    string `json:"digest"`
+		Size      int64  `json:"size"`
+	}
 	config := []byte(`{"name":"hostile","version":"1.0.0","apiVersion":"v2"}`)
-	data, err := json.Marshal(map[string]any{
-		"schemaVersion": 2,
-		"mediaType":     manifestMediaType,
-		"config":        map[string]any{"mediaType": configMediaType, "digest": sha256Digest(config), "size": len(config)},
-		"layers": []map[string]any{{"mediaType": chartMediaType, "size": layerSize,
-			"digest": sha256Digest([]byte("a layer this registry never sends in full"))}},
+	data, err := json.Marshal(struct {
+		SchemaVersion int          `json:"schemaVersion"`
+		MediaType     string       `json:"mediaType"`
+		Config        descriptor   `json:"config"`
+		Layers        []descriptor `json:"layers"`
+	}{
+		SchemaVersion: 2,
+		MediaType:     manifestMediaType,
+		Config:        descriptor{MediaType: configMediaType, Digest: sha256Digest(config), Size: int64(len(config))},
+		Layers: []descriptor{{MediaType: chartMediaType, Size: layerSize,
+			Digest: sha256Digest([]byte("a layer this registry never sends in full"))}},
 	})
 	if err != nil {
 		panic(err)
