@@ -154,7 +154,7 @@ func startManager(ctx context.Context, opts *options) error {
 			MaxConcurrentReconciles: opts.concurrent, MinRetryDelay: opts.minRetryDelay, MaxRetryDelay: opts.maxRetryDelay,
 			NoCrossNamespaceRefs: opts.noCrossNamespaceRefs, DependencyRequeue: opts.requeueDependency,
 		},
-		Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount,
+		Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount, ChartFetch: opts.chartFetch,
 		Watches: chartKinds, WatchNamespaces: opts.namespaces(),
 		RecordKeySecret: opts.recordKeySecret(),
 	}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 )
 
@@ -34,13 +36,32 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 	// Libraries register flags globally (klog's -v, -vmodule, controller-runtime's
 	// -kubeconfig on flag.CommandLine); none may show up unless we declare them.
 	g.Expect(names).To(Equal([]string{
-		"concurrent", "data-path", "default-service-account", "default-source-namespace", "graceful-shutdown-timeout",
-		"health-probe-bind-address", "kubeconfig", "leader-elect", "leader-election-lease-duration",
-		"leader-election-namespace", "leader-election-renew-deadline", "leader-election-retry-period",
-		"log-format", "log-level", "max-retry-delay", "metrics-bind-address", "metrics-secure", "min-retry-delay",
-		"no-cross-namespace-refs", "pprof-bind-address", "release-record-key-namespace", "release-record-key-secret",
-		"requeue-dependency", "source-host-override",
+		"chart-cache-size", "concurrent", "data-path", "default-service-account", "default-source-namespace",
+		"graceful-shutdown-timeout", "health-probe-bind-address", "index-cache-size", "kubeconfig", "leader-elect",
+		"leader-election-lease-duration", "leader-election-namespace", "leader-election-renew-deadline",
+		"leader-election-retry-period", "log-format", "log-level", "max-chart-size", "max-index-size",
+		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-retry-delay", "metrics-bind-address",
+		"metrics-secure", "min-retry-delay", "no-cross-namespace-refs", "pprof-bind-address",
+		"release-record-key-namespace", "release-record-key-secret", "requeue-dependency", "source-host-override",
 		"watch-label-selector", "watch-namespace", "watches-file",
+	}))
+}
+
+func TestParseOptions_ChartFetchCaps(t *testing.T) {
+	g := NewWithT(t)
+	opts, err := parseOptions(nil, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.chartFetch).To(Equal(chart.Options{
+		MaxIndexSize: 50 << 20, MaxChartSize: 10 << 20, MaxManifestSize: 2 << 20, MaxTags: 10000, MaxTagPages: 100,
+		MaxCacheBytes: 128 << 20, MaxIndexCacheBytes: 64 << 20,
+	}))
+
+	opts, err = parseOptions([]string{"--max-chart-size=512Ki", "--max-index-size=1M", "--chart-cache-size=1Gi",
+		"--max-oci-tags=50", "--max-oci-tag-pages=2", "--max-oci-manifest-size=4096", "--index-cache-size=8Mi"}, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.chartFetch).To(Equal(chart.Options{
+		MaxIndexSize: 1000000, MaxChartSize: 512 << 10, MaxManifestSize: 4096, MaxTags: 50, MaxTagPages: 2,
+		MaxCacheBytes: 1 << 30, MaxIndexCacheBytes: 8 << 20,
 	}))
 }
 
@@ -54,6 +75,8 @@ func TestRun_BadFlags_ExitWithUsageError(t *testing.T) {
 		{"--min-retry-delay=2m", "--max-retry-delay=1m"},
 		{"--requeue-dependency=0s"},
 		{"--watch-label-selector=sharding.fluxcd.io/key in (a"},
+		{"--max-chart-size=0"}, {"--max-chart-size=ten"}, {"--max-oci-manifest-size=-1Mi"},
+		{"--max-oci-tags=0"}, {"--max-oci-tag-pages=0"},
 	} {
 		var out bytes.Buffer
 		g := NewWithT(t)

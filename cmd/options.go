@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/operator"
 )
 
@@ -49,6 +51,9 @@ type options struct {
 	watchNamespace          string
 	recordKeySecretName     string
 	recordKeyNamespace      string
+	// chartFetch are the caps on what chart repositories and registries may
+	// send, and the sizes of the caches of what they sent.
+	chartFetch chart.Options
 }
 
 func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
@@ -112,7 +117,59 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 	fs.StringVar(&opts.recordKeyNamespace, "release-record-key-namespace", os.Getenv("RUNTIME_NAMESPACE"),
 		"Namespace of --release-record-key-secret: the operator's own, which tenants cannot read. "+
 			"Defaults to $RUNTIME_NAMESPACE, then --leader-election-namespace, then the pod's namespace.")
+	addChartFetchFlags(fs, &opts.chartFetch)
 	return fs
+}
+
+// addChartFetchFlags declares the caps on what a chart repository or OCI
+// registry may send, and the caches' sizes. Sizes are Kubernetes quantities
+// ("10Mi", "512Ki", "1048576").
+func addChartFetchFlags(fs *flag.FlagSet, o *chart.Options) {
+	o.MaxIndexSize, o.MaxChartSize, o.MaxManifestSize = chart.DefaultMaxIndexSize, chart.DefaultMaxChartSize, chart.DefaultMaxManifestSize
+	o.MaxCacheBytes, o.MaxIndexCacheBytes = chart.DefaultMaxCacheBytes, chart.DefaultMaxIndexCacheBytes
+	o.MaxTags, o.MaxTagPages = chart.DefaultMaxTags, chart.DefaultMaxTagPages
+	fs.Var(byteSize{&o.MaxIndexSize}, flagName(chart.FlagMaxIndexSize),
+		"Largest Helm repository index.yaml accepted.")
+	fs.Var(byteSize{&o.MaxChartSize}, flagName(chart.FlagMaxChartSize),
+		"Largest chart archive or OCI chart layer accepted, checked against the declared size before downloading and while reading.")
+	fs.Var(byteSize{&o.MaxManifestSize}, flagName(chart.FlagMaxManifestSize),
+		"Largest OCI manifest, and page of an OCI tag list, accepted.")
+	fs.IntVar(&o.MaxTags, flagName(chart.FlagMaxTags), chart.DefaultMaxTags,
+		"Most tags of one OCI chart accepted.")
+	fs.IntVar(&o.MaxTagPages, flagName(chart.FlagMaxTagPages), chart.DefaultMaxTagPages,
+		"Most pages of one OCI tag listing followed.")
+	fs.Var(byteSize{&o.MaxCacheBytes}, flagName(chart.FlagChartCacheSize),
+		"Memory kept for downloaded chart archives, shared only within one repository and set of credentials.")
+	fs.Var(byteSize{&o.MaxIndexCacheBytes}, flagName(chart.FlagIndexCacheSize),
+		"Memory kept for Helm repository indexes (as downloaded), and again for OCI tag lists.")
+}
+
+// flagName is a flag's name without its leading dashes.
+func flagName(flag string) string {
+	return strings.TrimLeft(flag, "-")
+}
+
+// byteSize is a flag holding a positive size in bytes, written as a
+// Kubernetes quantity: "10Mi", "50M", "1048576".
+type byteSize struct{ bytes *int64 }
+
+func (b byteSize) String() string {
+	if b.bytes == nil {
+		return ""
+	}
+	return resource.NewQuantity(*b.bytes, resource.BinarySI).String()
+}
+
+func (b byteSize) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("want a size such as 10Mi, 512Ki or 1048576: %w", err)
+	}
+	if q.Sign() <= 0 {
+		return fmt.Errorf("want a size above 0, got %s", s)
+	}
+	*b.bytes = q.Value()
+	return nil
 }
 
 // parseOptions parses args into options and checks them.
@@ -130,6 +187,10 @@ func parseOptions(args []string, output io.Writer) (*options, error) {
 	}
 	if _, err := opts.labelSelector(); err != nil {
 		return nil, err
+	}
+	if opts.chartFetch.MaxTags < 1 || opts.chartFetch.MaxTagPages < 1 {
+		return nil, fmt.Errorf("%s and %s must be at least 1, got %d and %d", chart.FlagMaxTags, chart.FlagMaxTagPages,
+			opts.chartFetch.MaxTags, opts.chartFetch.MaxTagPages)
 	}
 	if opts.concurrent < 1 {
 		return nil, fmt.Errorf("--concurrent must be at least 1, got %d", opts.concurrent)

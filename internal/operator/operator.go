@@ -26,6 +26,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/helmrelease"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
@@ -42,6 +43,9 @@ type Options struct {
 	// ChartArtifactsDir holds the source artifacts charts are read from;
 	// defaults to a directory under the system's temporary directory.
 	ChartArtifactsDir string
+	// ChartFetch caps what chart repositories and registries may send and
+	// sizes the caches of what they sent; zero fields take chart's defaults.
+	ChartFetch chart.Options
 	// Layers are the AddonsLayer controller's settings.
 	Layers addonslayer.Options
 	// Watches are the chart-backed kinds of watches.yaml, each reconciled as
@@ -94,6 +98,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 		Charts:                opts.Charts,
 		ChartArtifactsDir:     opts.ChartArtifactsDir,
+		ChartFetch:            opts.ChartFetch,
 	}); err != nil {
 		return fmt.Errorf("setting up the HelmRelease controller: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 )
 
 // ChartGetter returns the chart a HelmRelease asks for, the digest of its
@@ -47,6 +48,9 @@ type Options struct {
 	// ChartArtifactsDir holds the source artifacts charts are read from;
 	// defaults to a directory under the system's temporary directory.
 	ChartArtifactsDir string
+	// ChartFetch caps what chart repositories and registries may send and
+	// sizes the caches of what they sent; unused when Charts is set.
+	ChartFetch chart.Options
 }
 
 // Reconciler installs and keeps HelmReleases in sync with the

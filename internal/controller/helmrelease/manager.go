@@ -58,7 +58,7 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		runs:                  newRuns(opts.MaxConcurrentReconciles),
 	}
 	if r.Charts == nil {
-		charts, err := newSourceCharts(mgr, opts.ChartArtifactsDir)
+		charts, err := newSourceCharts(mgr, opts.ChartArtifactsDir, opts.ChartFetch)
 		if err != nil {
 			return err
 		}
@@ -71,8 +71,9 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 	return r.setupWithManager(mgr, opts.ControllerOptions)
 }
 
-// newSourceCharts gets charts from Flux sources, keeping artifacts in dir.
-func newSourceCharts(mgr ctrl.Manager, dir string) (*SourceCharts, error) {
+// newSourceCharts gets charts from Flux sources, keeping artifacts in dir,
+// with fetch's caps on what repositories may send.
+func newSourceCharts(mgr ctrl.Manager, dir string, fetch chart.Options) (*SourceCharts, error) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "kraan-operator", "chart-artifacts")
 	}
@@ -80,7 +81,7 @@ func newSourceCharts(mgr ctrl.Manager, dir string) (*SourceCharts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the chart artifact store: %w", err)
 	}
-	return &SourceCharts{Reader: mgr.GetAPIReader(), Sources: mgr.GetClient(), Fetcher: chart.NewFetcher(chart.Options{}), Artifacts: store}, nil
+	return &SourceCharts{Reader: mgr.GetAPIReader(), Sources: mgr.GetClient(), Fetcher: chart.NewFetcher(fetch), Artifacts: store}, nil
 }
 
 // setupWithManager registers the reconciler, its indexes and watches.

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"io"
 	"strings"
 
 	helmchart "helm.sh/helm/v3/pkg/chart"
@@ -38,17 +36,4 @@ func normalizeDigest(d string) string {
 		return ""
 	}
 	return "sha256:" + strings.TrimPrefix(d, "sha256:")
-}
-
-// readLimited reads a response body, failing rather than filling memory when
-// a server sends more than limit bytes.
-func readLimited(r io.Reader, limit int64, url string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, &UnreachableError{URL: url, Err: err}
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than the limit of %d bytes", url, limit)
-	}
-	return data, nil
 }

@@ -6,14 +6,15 @@ import (
 )
 
 // lru is a least-recently-used cache bounded by the summed cost of its
-// entries (bytes for archives, 1 per entry for indexes). It is safe for
-// concurrent use. Values must not be changed once added.
+// entries (their size in bytes) and, optionally, by their number. It is safe
+// for concurrent use. Values must not be changed once added.
 type lru[K comparable, V any] struct {
-	mu      sync.Mutex
-	max     int64
-	used    int64
-	order   *list.List // front = most recently used
-	entries map[K]*list.Element
+	mu         sync.Mutex
+	max        int64 // summed cost; <= 0: unbounded
+	maxEntries int   // <= 0: unbounded
+	used       int64
+	order      *list.List // front = most recently used
+	entries    map[K]*list.Element
 }
 
 type lruEntry[K comparable, V any] struct {
@@ -22,8 +23,10 @@ type lruEntry[K comparable, V any] struct {
 	cost  int64
 }
 
-func newLRU[K comparable, V any](maxCost int64) *lru[K, V] {
-	return &lru[K, V]{max: maxCost, order: list.New(), entries: map[K]*list.Element{}}
+// newLRU returns an empty cache holding at most maxCost in summed cost and
+// maxEntries entries; a bound of 0 or less does not apply.
+func newLRU[K comparable, V any](maxCost int64, maxEntries int) *lru[K, V] {
+	return &lru[K, V]{max: maxCost, maxEntries: maxEntries, order: list.New(), entries: map[K]*list.Element{}}
 }
 
 // get returns the value for key and marks it used.
@@ -40,20 +43,25 @@ func (c *lru[K, V]) get(key K) (V, bool) {
 }
 
 // add stores value under key, replacing any previous one, and evicts the
-// least recently used entries until the total cost fits. An entry costlier
+// least recently used entries until both bounds hold. An entry costlier
 // than the whole cache is not stored: keeping it would evict everything else.
 func (c *lru[K, V]) add(key K, value V, cost int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.remove(key)
-	if cost > c.max {
+	if c.max > 0 && cost > c.max {
 		return
 	}
 	c.entries[key] = c.order.PushFront(&lruEntry[K, V]{key: key, value: value, cost: cost})
 	c.used += cost
-	for c.used > c.max {
+	for c.over() {
 		c.remove(c.order.Back().Value.(*lruEntry[K, V]).key)
 	}
+}
+
+// over reports whether a bound is exceeded; the caller holds mu.
+func (c *lru[K, V]) over() bool {
+	return (c.max > 0 && c.used > c.max) || (c.maxEntries > 0 && len(c.entries) > c.maxEntries)
 }
 
 // remove drops key; the caller holds mu.

@@ -8,7 +8,7 @@ import (
 
 func TestLRU_evictsLeastRecentlyUsedByCost(t *testing.T) {
 	g := NewWithT(t)
-	c := newLRU[string, int](10)
+	c := newLRU[string, int](10, 0)
 	c.add("a", 1, 4)
 	c.add("b", 2, 4)
 	_, _ = c.get("a") // b is now the least recently used
@@ -26,7 +26,7 @@ func TestLRU_evictsLeastRecentlyUsedByCost(t *testing.T) {
 
 func TestLRU_replacesAndSkipsOversizedEntries(t *testing.T) {
 	g := NewWithT(t)
-	c := newLRU[string, int](10)
+	c := newLRU[string, int](10, 0)
 	c.add("a", 1, 4)
 	c.add("a", 2, 6)
 	v, _ := c.get("a")
@@ -39,4 +39,38 @@ func TestLRU_replacesAndSkipsOversizedEntries(t *testing.T) {
 	g.Expect(hasHuge).To(BeFalse())
 	_, hasA := c.get("a")
 	g.Expect(hasA).To(BeTrue())
+}
+
+func TestLRU_evictsByBytesWhateverTheCount(t *testing.T) {
+	g := NewWithT(t)
+	c := newLRU[string, int](100, 1000)
+	for i, key := range []string{"a", "b", "c", "d"} {
+		c.add(key, i, 30)
+	}
+	// 4 × 30 bytes is over 100: the oldest goes although the count is far
+	// below its bound.
+	_, hasA := c.get("a")
+	g.Expect(hasA).To(BeFalse())
+	g.Expect(c.used).To(Equal(int64(90)))
+	g.Expect(c.entries).To(HaveLen(3))
+}
+
+func TestLRU_evictsByCountWithinBytes(t *testing.T) {
+	g := NewWithT(t)
+	c := newLRU[string, int](1000, 2)
+	c.add("a", 1, 1)
+	c.add("b", 2, 1)
+	c.add("c", 3, 1)
+	_, hasA := c.get("a")
+	g.Expect(hasA).To(BeFalse())
+	g.Expect(c.entries).To(HaveLen(2))
+}
+
+func TestLRU_unboundedWhenBoundsAreZero(t *testing.T) {
+	g := NewWithT(t)
+	c := newLRU[string, int](0, 0)
+	for i := range 100 {
+		c.add(string(rune('a'+i)), i, 1<<40)
+	}
+	g.Expect(c.entries).To(HaveLen(100))
 }

@@ -1,6 +1,8 @@
 package chart
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -175,14 +177,30 @@ func (c *Credentials) empty() bool {
 	return c == nil || (c.Username == "" && len(c.CA) == 0 && len(c.Cert) == 0)
 }
 
-// fingerprint identifies the credentials without holding them, so cache keys
-// can keep one tenant's private index from being served to another with
-// different (or no) credentials. "" means anonymous.
+// fingerprintKey salts credential fingerprints with a secret of this process,
+// so that a fingerprint seen anywhere (a heap dump, a debugger) cannot be
+// checked offline against guessed passwords, and two processes never share
+// one.
+var fingerprintKey = newFingerprintKey()
+
+func newFingerprintKey() []byte {
+	key := make([]byte, sha256.Size)
+	if _, err := rand.Read(key); err != nil {
+		// crypto/rand does not fail on the platforms Go supports.
+		panic(fmt.Sprintf("reading random bytes for credential fingerprints: %v", err))
+	}
+	return key
+}
+
+// fingerprint identifies the credentials without holding them: an HMAC with
+// this process's random key. Cache keys carry it so that what one tenant
+// fetched with its credentials is never served to a request with other
+// credentials, or none. "" means anonymous. It is never logged.
 func (c *Credentials) fingerprint() string {
 	if c.empty() {
 		return ""
 	}
-	h := sha256.New()
+	h := hmac.New(sha256.New, fingerprintKey)
 	for _, part := range [][]byte{[]byte(c.Username), []byte(c.Password), c.CA, c.Cert, c.Key} {
 		// Length prefixes keep ("ab","c") and ("a","bc") apart.
 		fmt.Fprintf(h, "%d:", len(part))

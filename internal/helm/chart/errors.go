@@ -133,6 +133,19 @@ func (e *DigestMismatchError) Error() string {
 		e.URL, e.Actual, e.Expected)
 }
 
+// ContentMismatchError is returned when a registry sends content that is
+// not what its descriptor declares: another size, or another digest.
+type ContentMismatchError struct {
+	// What was fetched, e.g. "chart layer of oci://host/charts/app:1.0.0".
+	What string
+	// Problem says how it differs.
+	Problem string
+}
+
+func (e *ContentMismatchError) Error() string {
+	return fmt.Sprintf("%s: %s", e.What, e.Problem)
+}
+
 // MissingDependencyError is returned when a chart declares dependencies that
 // its charts/ directory does not hold. Dependencies are never downloaded:
 // they must be vendored (`helm dependency build`).
@@ -199,7 +212,8 @@ func IsTransient(err error) bool {
 
 // IsTerminal reports whether err is a mistake only the user can fix: a chart
 // or version the repository does not have, credentials it refuses, an index
-// or chart that is broken, a dependency or values file missing, or a request
+// or chart that is broken or over a size cap, a dependency or values file
+// missing, or a request
 // the repository rejects as a client error (4xx but 408 and 429). Retrying
 // without a change gives the same answer.
 func IsTerminal(err error) bool {
@@ -216,11 +230,14 @@ func IsTerminal(err error) bool {
 		depMismatch     *DependencyMismatchError
 		missingValues   *MissingValuesFileError
 		status          *StatusError
+		limit           *LimitError
+		mismatch        *ContentMismatchError
 	)
 	switch {
 	case errors.As(err, &chartNotFound), errors.As(err, &versionNotFound), errors.As(err, &auth),
 		errors.As(err, &invalidIndex), errors.As(err, &digest), errors.As(err, &missingDep),
-		errors.As(err, &depMismatch), errors.As(err, &missingValues):
+		errors.As(err, &depMismatch), errors.As(err, &missingValues), errors.As(err, &limit),
+		errors.As(err, &mismatch):
 		return true
 	case errors.As(err, &status):
 		return status.StatusCode >= http.StatusBadRequest && status.StatusCode < http.StatusInternalServerError

@@ -16,16 +16,44 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
-// Defaults of Options. The size limits are Flux source-controller's.
+// Defaults of Options. A chart is refused before it can hurt the operator,
+// whichever path it comes by; each default is chosen so that no real chart
+// or repository meets it (see docs/operations.md).
 const (
 	// DefaultIndexTTL: a new chart version is seen within a minute, while a
 	// burst of releases of one repository costs one index request.
-	DefaultIndexTTL      = time.Minute
-	DefaultMaxIndexes    = 32
+	DefaultIndexTTL = time.Minute
+	// DefaultMaxIndexes bounds how many indexes and tag lists are kept.
+	DefaultMaxIndexes = 32
+	// DefaultMaxCacheBytes bounds the chart archives kept: a few hundred
+	// typical charts (tens of KiB each), or a dozen of the largest allowed.
 	DefaultMaxCacheBytes = 128 << 20
-	DefaultMaxIndexSize  = 50 << 20
-	DefaultMaxChartSize  = 10 << 20
+	// DefaultMaxIndexCacheBytes bounds the indexes kept, counted as
+	// downloaded: one of the largest allowed, or dozens of common ones.
+	DefaultMaxIndexCacheBytes = 64 << 20
+	// DefaultMaxIndexSize is Flux source-controller's MaxIndexSize: the
+	// largest public indexes (Bitnami's before it moved to OCI) were ~20 MiB.
+	DefaultMaxIndexSize = 50 << 20
+	// DefaultMaxChartSize is Flux source-controller's MaxChartSize, for an
+	// HTTP archive and an OCI chart layer alike. Helm's loader separately
+	// refuses a chart that decompresses to more than 100 MiB
+	// (loader.MaxDecompressedChartSize).
+	DefaultMaxChartSize = 10 << 20
+	// DefaultMaxManifestSize bounds an OCI manifest, and each page of a tag
+	// list: a Helm chart's manifest is under 1 KiB, and 10,000 tags of
+	// 128 characters fit in 1.3 MiB. oras-go's own default is 4 MiB.
+	DefaultMaxManifestSize = 2 << 20
+	// DefaultMaxTags bounds the tags of one OCI chart listed: charts with the
+	// longest histories have a few thousand versions.
+	DefaultMaxTags = 10000
+	// DefaultMaxTagPages bounds the pages of one tag listing, so that a
+	// registry sending endless empty pages with a next Link is cut short.
+	DefaultMaxTagPages = 100
 )
+
+// manifestsPerIndex is how many OCI manifest digests are remembered per
+// index or tag list kept: a few versions of each chart in use.
+const manifestsPerIndex = 16
 
 // maxTransports bounds the HTTP transports kept, one per distinct TLS
 // configuration, so that connections are reused across fetches.
@@ -42,29 +70,43 @@ type Options struct {
 	MaxIndexes int
 	// MaxCacheBytes bounds the summed size of the chart archives kept.
 	MaxCacheBytes int64
+	// MaxIndexCacheBytes bounds the summed size of the indexes kept, as
+	// downloaded, and separately of the tag lists kept.
+	MaxIndexCacheBytes int64
 	// MaxIndexSize is the largest index.yaml accepted, in bytes.
 	MaxIndexSize int64
-	// MaxChartSize is the largest chart archive accepted, in bytes.
+	// MaxChartSize is the largest chart archive or OCI chart layer accepted,
+	// in bytes.
 	MaxChartSize int64
+	// MaxManifestSize is the largest OCI manifest, and page of a tag list,
+	// accepted, in bytes.
+	MaxManifestSize int64
+	// MaxTags is the most tags of one OCI chart accepted.
+	MaxTags int
+	// MaxTagPages is the most pages of one tag listing followed.
+	MaxTagPages int
 }
 
 func (o Options) withDefaults() Options {
 	if o.IndexTTL == 0 {
 		o.IndexTTL = DefaultIndexTTL
 	}
-	if o.MaxIndexes <= 0 {
-		o.MaxIndexes = DefaultMaxIndexes
-	}
-	if o.MaxCacheBytes <= 0 {
-		o.MaxCacheBytes = DefaultMaxCacheBytes
-	}
-	if o.MaxIndexSize <= 0 {
-		o.MaxIndexSize = DefaultMaxIndexSize
-	}
-	if o.MaxChartSize <= 0 {
-		o.MaxChartSize = DefaultMaxChartSize
-	}
+	o.MaxIndexes = orDefault(o.MaxIndexes, DefaultMaxIndexes)
+	o.MaxCacheBytes = orDefault(o.MaxCacheBytes, DefaultMaxCacheBytes)
+	o.MaxIndexCacheBytes = orDefault(o.MaxIndexCacheBytes, DefaultMaxIndexCacheBytes)
+	o.MaxIndexSize = orDefault(o.MaxIndexSize, DefaultMaxIndexSize)
+	o.MaxChartSize = orDefault(o.MaxChartSize, DefaultMaxChartSize)
+	o.MaxManifestSize = orDefault(o.MaxManifestSize, DefaultMaxManifestSize)
+	o.MaxTags = orDefault(o.MaxTags, DefaultMaxTags)
+	o.MaxTagPages = orDefault(o.MaxTagPages, DefaultMaxTagPages)
 	return o
+}
+
+func orDefault[T int | int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Fetcher gets charts and keeps what it downloaded for the next release that
@@ -77,7 +119,7 @@ type Fetcher struct {
 	indexes   *lru[string, *indexEntry]
 	tags      *lru[string, *tagsEntry]
 	archives  *lru[string, *archive]
-	manifests *lru[string, string] // OCI manifest digest → archive key
+	manifests *lru[string, string] // cache scope + OCI manifest digest → archive key
 	group     singleflight.Group
 
 	transportMu sync.Mutex
@@ -90,10 +132,10 @@ func NewFetcher(opts Options) *Fetcher {
 	return &Fetcher{
 		opts:       opts,
 		now:        time.Now,
-		indexes:    newLRU[string, *indexEntry](int64(opts.MaxIndexes)),
-		tags:       newLRU[string, *tagsEntry](int64(opts.MaxIndexes)),
-		archives:   newLRU[string, *archive](opts.MaxCacheBytes),
-		manifests:  newLRU[string, string](int64(opts.MaxIndexes) * 16),
+		indexes:    newLRU[string, *indexEntry](opts.MaxIndexCacheBytes, opts.MaxIndexes),
+		tags:       newLRU[string, *tagsEntry](opts.MaxIndexCacheBytes, opts.MaxIndexes),
+		archives:   newLRU[string, *archive](opts.MaxCacheBytes, 0),
+		manifests:  newLRU[string, string](0, opts.MaxIndexes*manifestsPerIndex),
 		transports: map[string]*http.Transport{},
 	}
 }

@@ -24,11 +24,14 @@ type indexEntry struct {
 	checked      time.Time
 	// digest identifies the index's content: "sha256:<hex>" of the bytes.
 	digest string
+	// size is the index's size as downloaded: its cost in the cache.
+	size int64
 }
 
 // fetchHTTP gets a chart from a Helm HTTP repository: index, version, archive.
 func (f *Fetcher) fetchHTTP(ctx context.Context, r *Repository, name, constraint string) (*Result, error) {
-	entry, err := f.index(ctx, r, false)
+	scope := r.cacheScope()
+	entry, err := f.index(ctx, r, scope, false)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +44,7 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, r *Repository, name, constraint
 	if err != nil {
 		return nil, &InvalidIndexError{URL: r.indexURL(), Err: err}
 	}
-	a, err := f.archive(ctx, r, cv.Digest, chartURL)
+	a, err := f.archive(ctx, r, scope, cv.Digest, chartURL)
 	if err != nil {
 		return nil, err
 	}
@@ -56,9 +59,10 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, r *Repository, name, constraint
 // index returns the repository's index from the cache while it is fresh (or
 // the repository is suspended), and otherwise revalidates or downloads it,
 // once for all concurrent callers. With revalidate it asks the repository
-// whatever the cache holds, unless the repository is suspended.
-func (f *Fetcher) index(ctx context.Context, r *Repository, revalidate bool) (*indexEntry, error) {
-	key := r.indexURL() + "#" + r.Credentials.fingerprint()
+// whatever the cache holds, unless the repository is suspended. scope is
+// r.cacheScope().
+func (f *Fetcher) index(ctx context.Context, r *Repository, scope string, revalidate bool) (*indexEntry, error) {
+	key := indexKey(r, scope)
 	if e, ok := f.indexes.get(key); ok && (r.Suspended || (!revalidate && f.fresh(e.checked))) {
 		return e, nil
 	}
@@ -86,11 +90,11 @@ func (f *Fetcher) IndexRevision(ctx context.Context, r *Repository, revalidate b
 	if r.isOCI() {
 		return "", ErrNoIndex
 	}
-	key := r.indexURL() + "#" + r.Credentials.fingerprint()
-	if e, ok := f.indexes.get(key); ok && !revalidate {
+	scope := r.cacheScope()
+	if e, ok := f.indexes.get(indexKey(r, scope)); ok && !revalidate {
 		return e.digest, nil
 	}
-	e, err := f.index(ctx, r, true)
+	e, err := f.index(ctx, r, scope, true)
 	if err != nil {
 		return "", err
 	}
@@ -115,13 +119,13 @@ func (f *Fetcher) refreshIndex(ctx context.Context, r *Repository, key string) (
 	if resp.StatusCode == http.StatusNotModified && cached {
 		e := *prev
 		e.checked = f.now()
-		f.indexes.add(key, &e, 1)
+		f.indexes.add(key, &e, e.size)
 		return &e, nil
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, &StatusError{URL: url, StatusCode: resp.StatusCode}
 	}
-	data, err := readLimited(resp.Body, f.opts.MaxIndexSize, url)
+	data, err := f.readBody(resp, "index "+url, url, f.opts.MaxIndexSize, FlagMaxIndexSize)
 	if err != nil {
 		return nil, err
 	}
@@ -136,9 +140,31 @@ func (f *Fetcher) refreshIndex(ctx context.Context, r *Repository, key string) (
 		etag:         resp.Header.Get("ETag"),
 		lastModified: resp.Header.Get("Last-Modified"),
 		checked:      f.now(),
+		size:         int64(len(data)),
 	}
-	f.indexes.add(key, e, 1)
+	f.indexes.add(key, e, e.size)
 	return e, nil
+}
+
+// indexKey is where a repository's index is cached, within its cache scope.
+func indexKey(r *Repository, scope string) string {
+	return scope + "\x00index:" + r.indexURL()
+}
+
+// readBody reads a response body of at most limit bytes: a Content-Length
+// over the limit is refused before reading, and a body that runs past the
+// limit (with no or a false Content-Length) is cut off at limit+1 bytes.
+// what names the download in a LimitError, flag the cap's flag.
+func (f *Fetcher) readBody(resp *http.Response, what, url string, limit int64, flag string) ([]byte, error) {
+	if err := checkDeclared(what, resp.ContentLength, limit, flag); err != nil {
+		return nil, err
+	}
+	data, err := readCapped(resp.Body, what, limit, flag)
+	var limitErr *LimitError
+	if err != nil && !errors.As(err, &limitErr) {
+		return nil, &UnreachableError{URL: url, Err: err}
+	}
+	return data, err
 }
 
 func setIfPresent(h http.Header, key, value string) {
@@ -148,14 +174,16 @@ func setIfPresent(h http.Header, key, value string) {
 }
 
 // archive returns a chart archive from the cache or downloads it, once for
-// all concurrent callers. Archives with a digest in the index are cached by
-// digest, so releases of the same chart share one download whichever
-// repository listed it; without a digest, by URL and credentials.
-func (f *Fetcher) archive(ctx context.Context, r *Repository, indexDigest, url string) (*archive, error) {
+// all concurrent callers. Archives are cached within the repository's cache
+// scope (its URL and credentials): by the index's digest, so releases of the
+// same chart share one download, or by URL when the index gives no digest.
+// A digest alone is never enough to be served a cached archive: it is public
+// (in every release's status), while the archive may be private.
+func (f *Fetcher) archive(ctx context.Context, r *Repository, scope, indexDigest, url string) (*archive, error) {
 	want := normalizeDigest(indexDigest)
-	key := want
-	if key == "" {
-		key = "url:" + url + "#" + r.Credentials.fingerprint()
+	key := scope + "\x00" + want
+	if want == "" {
+		key = scope + "\x00url:" + url
 	}
 	if a, ok := f.archives.get(key); ok {
 		return a, nil
@@ -185,7 +213,7 @@ func (f *Fetcher) download(ctx context.Context, r *Repository, url, want, key st
 	if resp.StatusCode != http.StatusOK {
 		return nil, &StatusError{URL: url, StatusCode: resp.StatusCode}
 	}
-	data, err := readLimited(resp.Body, f.opts.MaxChartSize, url)
+	data, err := f.readBody(resp, "chart archive "+url, url, f.opts.MaxChartSize, FlagMaxChartSize)
 	if err != nil {
 		return nil, err
 	}

@@ -98,3 +98,30 @@ func (r *Repository) sendsBasicAuthTo(target string) bool {
 	b, errB := url.Parse(target)
 	return errors.Join(errA, errB) == nil && a.Scheme == b.Scheme && a.Host == b.Host
 }
+
+// cacheScope names whom something cached from this repository may be served
+// to: requests for the same repository (its URL, normalised) with the same
+// credentials (their salted fingerprint; "" when anonymous). Every key of a
+// cached archive, OCI manifest, index or tag list starts with it, so a chart
+// fetched with one tenant's password is never served to another tenant's
+// HelmRepository that merely names its digest, nor to an anonymous request
+// for the same URL: those fetch from their own source, and fail there. A
+// public repository shares only with itself, because where the operator can
+// connect is a credential of its own (a repository on an internal network).
+// Compute it once per fetch: it hashes the credentials.
+func (r *Repository) cacheScope() string {
+	return normalizeURL(r.URL) + "\x00" + r.Credentials.fingerprint()
+}
+
+// normalizeURL makes URLs that name the same repository equal: scheme and
+// host in lower case, no trailing slash, no fragment.
+func normalizeURL(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return raw
+	}
+	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath, u.Fragment, u.RawFragment = "", "", ""
+	return u.String()
+}

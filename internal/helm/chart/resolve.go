@@ -11,18 +11,20 @@ func (f *Fetcher) ResolveVersion(ctx context.Context, r *Repository, name, const
 	if err := r.validate(); err != nil {
 		return "", err
 	}
+	scope := r.cacheScope()
 	if r.isOCI() {
-		client, err := f.registryClient(r)
+		base := ociBase(r, name)
+		repo, err := f.ociRepository(r, base)
 		if err != nil {
 			return "", err
 		}
-		tags, err := f.ociTags(ctx, client, r, ociBase(r, name), name, revalidate)
+		tags, err := f.ociTags(ctx, repo, r, scope, base, name, revalidate)
 		if err != nil {
 			return "", err
 		}
 		return resolveVersion(name, constraint, tags)
 	}
-	entry, err := f.index(ctx, r, revalidate)
+	entry, err := f.index(ctx, r, scope, revalidate)
 	if err != nil {
 		return "", err
 	}

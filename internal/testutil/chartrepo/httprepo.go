@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -358,4 +359,34 @@ func (r *HTTPRepo) ServeIndexOf(other *HTTPRepo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.files[IndexPath], r.etag = index, etag
+}
+
+// ServeIndexWithURLs makes the repository serve other's current index with
+// every archive URL moved to base + "/" + the archive's file name: the same
+// charts and digests, downloaded from somewhere else (or from nowhere, when
+// base serves nothing). Later changes to other are not followed.
+func (r *HTTPRepo) ServeIndexWithURLs(other *HTTPRepo, base string) {
+	r.tb.Helper()
+	other.mu.Lock()
+	data := other.files[IndexPath]
+	other.mu.Unlock()
+	index := &repo.IndexFile{}
+	if err := yaml.Unmarshal(data, index); err != nil {
+		r.tb.Fatalf("chartrepo: %v", err)
+	}
+	for _, versions := range index.Entries {
+		for _, cv := range versions {
+			for i, u := range cv.URLs {
+				cv.URLs[i] = strings.TrimSuffix(base, "/") + "/" + path.Base(u)
+			}
+		}
+	}
+	out, err := yaml.Marshal(index)
+	if err != nil {
+		r.tb.Fatalf("chartrepo: %v", err)
+	}
+	sum := sha256.Sum256(out)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.files[IndexPath], r.etag = out, `"`+hex.EncodeToString(sum[:8])+`"`
 }

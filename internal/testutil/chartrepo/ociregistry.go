@@ -66,6 +66,8 @@ type Pushed struct {
 	Ref string
 	// ManifestDigest is the digest of the OCI manifest ("sha256:…").
 	ManifestDigest string
+	// ManifestSize is the manifest's size in bytes.
+	ManifestSize int64
 	// BlobPath is the registry path of the chart layer, for Requests.
 	BlobPath string
 }
@@ -153,6 +155,7 @@ func (r *OCIRegistry) push(client *registry.Client, a *Archive) Pushed {
 		Archive:        *a,
 		Ref:            ref,
 		ManifestDigest: res.Manifest.Digest,
+		ManifestSize:   res.Manifest.Size,
 		BlobPath:       fmt.Sprintf("/v2/%s/%s/blobs/%s", ociRepository, a.Name, res.Chart.Digest),
 	}
 }
