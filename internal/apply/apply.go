@@ -75,6 +75,7 @@ type Applier struct {
 // reconciles (the chart-backed kinds of watches.yaml), which kstatus would
 // call healthy before the operator wrote any status.
 func NewApplier(c client.Client, readyKinds ...schema.GroupKind) *Applier {
+	c = secretGuard{Client: c}
 	poller := polling.NewStatusPoller(c, c.RESTMapper(), polling.Options{})
 	kinds := map[schema.GroupKind]bool{kraanv1.GroupVersion.WithKind("HelmRelease").GroupKind(): true}
 	for _, gk := range readyKinds {
