@@ -37,7 +37,7 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 		"concurrent", "data-path", "default-service-account", "default-source-namespace", "graceful-shutdown-timeout",
 		"health-probe-bind-address", "kubeconfig", "leader-elect", "leader-election-lease-duration",
 		"leader-election-namespace", "leader-election-renew-deadline", "leader-election-retry-period",
-		"log-format", "log-level", "max-retry-delay", "metrics-bind-address", "metrics-secure", "min-retry-delay",
+		"log-format", "log-level", "max-retry-delay", "metrics-bind-address", "metrics-cert-dir", "metrics-secure", "min-retry-delay",
 		"no-cross-namespace-refs", "pprof-bind-address", "requeue-dependency", "source-host-override",
 		"watch-label-selector", "watch-namespace", "watches-file",
 	}))
@@ -53,6 +53,8 @@ func TestRun_BadFlags_ExitWithUsageError(t *testing.T) {
 		{"--min-retry-delay=2m", "--max-retry-delay=1m"},
 		{"--requeue-dependency=0s"},
 		{"--watch-label-selector=sharding.fluxcd.io/key in (a"},
+		{"--metrics-cert-dir=/nonexistent"}, // would silently serve a self-signed certificate
+		{"--metrics-cert-dir=.", "--metrics-secure=false"},
 	} {
 		var out bytes.Buffer
 		g := NewWithT(t)
