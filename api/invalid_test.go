@@ -121,6 +121,20 @@ func TestInvalidObjects_AreRejectedNamingTheField(t *testing.T) {
 		{"release valuesFrom unknown kind", validRelease,
 			[]change{{"spec.valuesFrom", []any{map[string]any{"kind": "Deployment", "name": "x"}}}},
 			[]string{"spec.valuesFrom[0].kind", "Unsupported value"}},
+		// A tenant's HelmRelease must name a ServiceAccount of its namespace:
+		// anything else would be impersonated as a user name (issue #26).
+		{"release serviceAccountName with a colon", validRelease,
+			[]change{{"spec.serviceAccountName", "system:serviceaccount:kube-system:admin"}},
+			[]string{"spec.serviceAccountName", "must be a ServiceAccount name"}},
+		{"release serviceAccountName in capitals", validRelease, []change{{"spec.serviceAccountName", "Deployer"}},
+			[]string{"spec.serviceAccountName", "must be a ServiceAccount name"}},
+		{"release serviceAccountName with a slash", validRelease, []change{{"spec.serviceAccountName", "../deployer"}},
+			[]string{"spec.serviceAccountName", "must be a ServiceAccount name"}},
+		{"release serviceAccountName ending in a dot", validRelease, []change{{"spec.serviceAccountName", "deployer."}},
+			[]string{"spec.serviceAccountName", "must be a ServiceAccount name"}},
+		{"release serviceAccountName over 253 characters", validRelease,
+			[]change{{"spec.serviceAccountName", strings.Repeat("a", 254)}},
+			[]string{"spec.serviceAccountName", "253"}},
 		{"habitat leader with one member", validHabitat,
 			[]change{{"spec.service.topology", "leader"}, {"spec.count", int64(1)}},
 			[]string{"spec", "a leader topology needs count >= 3"}},
@@ -164,5 +178,17 @@ func apply(t *testing.T, obj *unstructured.Unstructured, c change) {
 	}
 	if err := unstructured.SetNestedField(obj.Object, c.value, fields...); err != nil {
 		t.Fatalf("setting %s: %v", c.path, err)
+	}
+}
+
+// TestServiceAccountName_AcceptsServiceAccountNames guards the CEL rule on
+// spec.serviceAccountName against refusing a name a ServiceAccount can have.
+func TestServiceAccountName_AcceptsServiceAccountNames(t *testing.T) {
+	for _, name := range []string{"deployer", "a", "team-a.deployer", "sa-1", strings.Repeat("a", 253)} {
+		t.Run(name[:min(len(name), 20)], func(t *testing.T) {
+			obj := mustDecode(t, validRelease)
+			apply(t, obj, change{"spec.serviceAccountName", name})
+			NewWithT(t).Expect(env.Client.Create(context.Background(), obj, client.DryRunAll)).To(Succeed())
+		})
 	}
 }

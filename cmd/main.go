@@ -110,7 +110,8 @@ func startManager(ctx context.Context, opts *options) error {
 	if err != nil {
 		return fmt.Errorf("loading the Kubernetes client configuration: %w", err)
 	}
-	metrics := metricsserver.Options{BindAddress: opts.metricsAddr, SecureServing: opts.metricsSecure}
+	metrics := metricsserver.Options{BindAddress: opts.metricsAddr, SecureServing: opts.metricsSecure,
+		CertDir: opts.metricsCertDir, CertName: metricsCertName, KeyName: metricsKeyName}
 	if opts.metricsSecure {
 		// Only callers the API server authenticates and authorizes for
 		// `get /metrics` may scrape.

@@ -41,7 +41,7 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 		"leader-election-lease-duration", "leader-election-namespace", "leader-election-renew-deadline",
 		"leader-election-retry-period", "log-format", "log-level", "max-chart-size", "max-index-size",
 		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-retry-delay", "metrics-bind-address",
-		"metrics-secure", "min-retry-delay", "no-cross-namespace-refs", "pprof-bind-address",
+		"metrics-cert-dir", "metrics-secure", "min-retry-delay", "no-cross-namespace-refs", "pprof-bind-address",
 		"release-record-key-namespace", "release-record-key-secret", "requeue-dependency", "source-host-override",
 		"watch-label-selector", "watch-namespace", "watches-file",
 	}))
@@ -77,6 +77,8 @@ func TestRun_BadFlags_ExitWithUsageError(t *testing.T) {
 		{"--watch-label-selector=sharding.fluxcd.io/key in (a"},
 		{"--max-chart-size=0"}, {"--max-chart-size=ten"}, {"--max-oci-manifest-size=-1Mi"},
 		{"--max-oci-tags=0"}, {"--max-oci-tag-pages=0"},
+		{"--metrics-cert-dir=/nonexistent"}, // would silently serve a self-signed certificate
+		{"--metrics-cert-dir=.", "--metrics-secure=false"},
 	} {
 		var out bytes.Buffer
 		g := NewWithT(t)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ type options struct {
 	kubeconfig              string
 	metricsAddr             string
 	metricsSecure           bool
+	metricsCertDir          string
 	probeAddr               string
 	pprofAddr               string
 	leaderElect             bool
@@ -65,6 +67,9 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 		"Address the metrics endpoint binds to; 0 disables it.")
 	fs.BoolVar(&opts.metricsSecure, "metrics-secure", true,
 		"Serve metrics over HTTPS, authenticated and authorized by the API server.")
+	fs.StringVar(&opts.metricsCertDir, "metrics-cert-dir", "",
+		"Directory holding the metrics endpoint's serving certificate and key (tls.crt, tls.key), reloaded when they change; "+
+			"empty serves a self-signed certificate, which no scraper can verify.")
 	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081",
 		"Address the /healthz and /readyz probes bind to.")
 	fs.StringVar(&opts.pprofAddr, "pprof-bind-address", "0",
@@ -198,6 +203,9 @@ func parseOptions(args []string, output io.Writer) (*options, error) {
 	if err := opts.checkLeaderElection(); err != nil {
 		return nil, err
 	}
+	if err := opts.checkMetricsCert(); err != nil {
+		return nil, err
+	}
 	if _, err := opts.zapOptions(); err != nil {
 		return nil, err
 	}
@@ -219,6 +227,31 @@ func (o *options) checkLeaderElection() error {
 	}
 	return nil
 }
+
+// checkMetricsCert fails when --metrics-cert-dir lacks the certificate or
+// its key: controller-runtime would fall back to a self-signed certificate
+// without a word, and every scrape that verifies TLS would fail.
+func (o *options) checkMetricsCert() error {
+	if o.metricsCertDir == "" {
+		return nil
+	}
+	if !o.metricsSecure {
+		return errors.New("--metrics-cert-dir needs --metrics-secure: metrics served over HTTP use no certificate")
+	}
+	for _, name := range []string{metricsCertName, metricsKeyName} {
+		if _, err := os.Stat(filepath.Join(o.metricsCertDir, name)); err != nil {
+			return fmt.Errorf("--metrics-cert-dir %s: %w", o.metricsCertDir, err)
+		}
+	}
+	return nil
+}
+
+// The file names in --metrics-cert-dir: those of a kubernetes.io/tls Secret
+// (and of cert-manager's), mounted as a volume.
+const (
+	metricsCertName = "tls.crt"
+	metricsKeyName  = "tls.key"
+)
 
 // zapOptions turns --log-format and --log-level into controller-runtime's zap options.
 func (o *options) zapOptions() (*zap.Options, error) {

@@ -71,9 +71,13 @@ type HelmReleaseSpec struct {
 
 	// ServiceAccountName is impersonated for every Helm action, so a release can do
 	// only what that service account (in the HelmRelease's namespace) may do.
+	// It must be a ServiceAccount name (a lowercase DNS-1123 subdomain): any
+	// other value would be an impersonated user name no ServiceAccount can
+	// hold, so it is refused when written rather than failing every reconcile.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.serviceAccountName must be a ServiceAccount name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit (a DNS-1123 subdomain)"
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// KubeConfig installs the release into a remote cluster: every Helm

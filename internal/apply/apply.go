@@ -75,6 +75,7 @@ type Applier struct {
 // reconciles (the chart-backed kinds of watches.yaml), which kstatus would
 // call healthy before the operator wrote any status.
 func NewApplier(c client.Client, readyKinds ...schema.GroupKind) *Applier {
+	c = secretGuard{Client: c}
 	poller := polling.NewStatusPoller(c, c.RESTMapper(), polling.Options{})
 	kinds := map[schema.GroupKind]bool{kraanv1.GroupVersion.WithKind("HelmRelease").GroupKind(): true}
 	for _, gk := range readyKinds {
@@ -147,16 +148,53 @@ func (a *Applier) Apply(ctx context.Context, layer string, objs []*unstructured.
 	return changed, nil
 }
 
-// checkOwner fails when obj exists and is labelled for another layer.
+// checkOwner fails when obj exists and another layer owns it: its label names
+// that layer and that layer's inventory lists it (see Owns). A label alone
+// blocks nothing: anyone who may edit the object may set it.
 func (a *Applier) checkOwner(ctx context.Context, layer string, obj *unstructured.Unstructured) error {
 	existing, err := a.get(ctx, obj)
 	if err != nil || existing == nil {
 		return err
 	}
-	if owner := existing.GetLabels()[manifest.LayerLabel]; owner != "" && owner != layer {
-		return &OwnershipConflictError{Object: Describe(obj), Layer: layer, Owner: owner}
+	owner := existing.GetLabels()[manifest.LayerLabel]
+	if owner == "" || owner == layer {
+		return nil
 	}
-	return nil
+	owned, err := a.Owns(ctx, owner, RefOf(obj))
+	if err != nil || !owned {
+		return err
+	}
+	return &OwnershipConflictError{Object: Describe(obj), Layer: layer, Owner: owner}
+}
+
+// Owns says whether layer owns the object ref names: the layer exists and its
+// inventory (status.resources) lists the object. The inventory is the proof
+// of ownership because only the operator writes it, on a cluster-scoped
+// object: the layer label (and managedFields) are written by whoever may
+// edit the object, a tenant included, so a tenant could claim its own
+// object for any layer, or one of a layer's objects for another.
+func (a *Applier) Owns(ctx context.Context, layer string, ref Ref) (bool, error) {
+	l := &kraanv1.AddonsLayer{}
+	err := a.client.Get(ctx, client.ObjectKey{Name: layer}, l)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading layer %s, which %s is labelled for: %w", layer, ref, err)
+	}
+	return Lists(l.Status.Resources, ref), nil
+}
+
+// Lists says whether inventory lists the object ref names, in any version
+// of its kind.
+func Lists(inventory []kraanv1.Resource, ref Ref) bool {
+	key := ref.Key()
+	for _, res := range inventory {
+		if RefOfResource(res).Key() == key {
+			return true
+		}
+	}
+	return false
 }
 
 // get reads the live copy of obj; nil when it does not exist.

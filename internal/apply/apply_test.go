@@ -77,6 +77,30 @@ func layerConfigMap(t *testing.T, ns, name, layer, value string) *unstructured.U
 	return u
 }
 
+// listIn makes objs the inventory of layer, creating the layer if needed,
+// as the layer's controller would after applying them: the proof of
+// ownership the Applier looks for (see Owns).
+func (e *applyEnv) listIn(t *testing.T, layer string, objs ...*unstructured.Unstructured) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	l := &kraanv1.AddonsLayer{}
+	if err := e.c.Get(ctx, client.ObjectKey{Name: layer}, l); apierrors.IsNotFound(err) {
+		l = &kraanv1.AddonsLayer{ObjectMeta: metav1.ObjectMeta{Name: layer}, Spec: kraanv1.AddonsLayerSpec{
+			Version: "1", Source: kraanv1.SourceSpec{Name: "src", Path: "./" + layer}}}
+		g.Expect(e.c.Create(ctx, l)).To(Succeed())
+	} else {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	l.Status.Resources = nil
+	for _, obj := range objs {
+		ref := RefOf(obj)
+		l.Status.Resources = append(l.Status.Resources, kraanv1.Resource{APIVersion: ref.APIVersion, Kind: ref.Kind,
+			Namespace: ref.Namespace, Name: ref.Name, Status: "Deployed", LastTransitionTime: metav1.Now()})
+	}
+	g.Expect(e.c.Status().Update(ctx, l)).To(Succeed())
+}
+
 func (e *applyEnv) live(g Gomega, obj client.Object) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
@@ -111,8 +135,10 @@ func (e *applyEnv) testOwnershipConflict(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	e.namespace(t, "conflict")
-	_, err := e.a.Apply(ctx, "base", []*unstructured.Unstructured{layerConfigMap(t, "conflict", "shared", "base", "a")})
+	shared := layerConfigMap(t, "conflict", "shared", "base", "a")
+	_, err := e.a.Apply(ctx, "base", []*unstructured.Unstructured{shared})
 	g.Expect(err).NotTo(HaveOccurred())
+	e.listIn(t, "base", shared)
 
 	fresh := layerConfigMap(t, "conflict", "fresh", "apps", "x")
 	_, err = e.a.Apply(ctx, "apps", []*unstructured.Unstructured{fresh, layerConfigMap(t, "conflict", "shared", "apps", "b")})
@@ -122,6 +148,14 @@ func (e *applyEnv) testOwnershipConflict(t *testing.T) {
 		ContainSubstring("layers base and apps"), ContainSubstring("owned by layer base")))
 	err = e.c.Get(ctx, client.ObjectKeyFromObject(fresh), &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "an object was applied despite the conflict")
+
+	// A label is no claim: an object someone labelled for base, which base's
+	// inventory does not list, is applied by apps.
+	claimed := layerConfigMap(t, "conflict", "claimed", "base", "by-hand")
+	g.Expect(e.c.Create(ctx, claimed)).To(Succeed())
+	_, err = e.a.Apply(ctx, "apps", []*unstructured.Unstructured{layerConfigMap(t, "conflict", "claimed", "apps", "b")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.live(g, claimed).GetLabels()).To(HaveKeyWithValue(manifest.LayerLabel, "apps"))
 }
 
 func testJobObject(t *testing.T, ns, name, image string, annotations map[string]string) *unstructured.Unstructured {
@@ -200,8 +234,15 @@ func (e *applyEnv) testHandover(t *testing.T) {
 	g.Expect(live.GetLabels()).To(HaveKeyWithValue(manifest.LayerLabel, "new"))
 	g.Expect(live.GetAnnotations()).NotTo(HaveKey(ReleasedAtAnnotation))
 
-	// After the grace period: the adopted object is no longer the old layer's
-	// to prune; the dropped one is deleted.
+	// After the grace period: the adopted object, which the new layer's
+	// inventory lists, is no longer the old layer's to prune; the dropped one
+	// is deleted.
+	e.listIn(t, "new", moving)
+	// Someone relabelled the dropped object for the new layer, which does
+	// not list it: that is no adoption, the old layer still prunes it.
+	relabelled := e.live(g, dropped)
+	relabelled.SetLabels(map[string]string{manifest.LayerLabel: "new"})
+	g.Expect(e.c.Update(ctx, relabelled)).To(Succeed())
 	later := now.Add(grace + time.Second)
 	res, err = e.a.Release(ctx, "old", RefOf(moving), grace, later)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -9,9 +9,19 @@
 //
 // Ownership is a label (manifest.LayerLabel) rather than an ownerReference, so
 // that deleting a layer never lets Kubernetes' garbage collector uninstall an
-// add-on that another layer is about to adopt. An object labelled for another
-// layer is that layer's: applying it fails with an OwnershipConflictError naming
-// both layers, unless the other layer released it.
+// add-on that another layer is about to adopt. The label marks an object, it
+// does not prove who owns it: anyone who may edit the object may set it (a
+// tenant, on the objects of its namespace). Ownership is proven by a layer's
+// inventory (status.resources), which only the operator writes, on a
+// cluster-scoped object. An object labelled for another layer whose inventory
+// lists it is that layer's: applying it fails with an OwnershipConflictError
+// naming both layers, unless the other layer released it. A label naming a
+// layer that does not list the object blocks nothing, and nothing outside a
+// layer's inventory is pruned, suspended or resumed for it.
+//
+// An error the API server returns for a Secret is rebuilt by
+// redact.SecretError before anything else sees it (see secretGuard): the
+// server quotes the value it refused.
 //
 // Hand-over works in two moves. A layer that no longer defines an object
 // releases it: the object is annotated ReleasedAtAnnotation with the time.

@@ -42,8 +42,16 @@ func (a *Applier) Release(ctx context.Context, layer string, ref Ref, grace time
 	if err != nil || live == nil {
 		return ReleaseResult{Outcome: Gone}, err
 	}
-	if owner := live.GetLabels()[manifest.LayerLabel]; owner != layer || live.GetAnnotations()[PruneAnnotation] == PruneDisabled {
+	if live.GetAnnotations()[PruneAnnotation] == PruneDisabled {
 		return ReleaseResult{Outcome: Gone}, nil
+	}
+	if owner := live.GetLabels()[manifest.LayerLabel]; owner != layer {
+		// Another layer adopted it, or someone relabelled it: only the
+		// first is proof that it is no longer this layer's (see Owns).
+		adopted, err := a.Owns(ctx, owner, ref)
+		if err != nil || adopted || owner == "" {
+			return ReleaseResult{Outcome: Gone}, err
+		}
 	}
 	at, marked := releasedAt(live)
 	if !marked {

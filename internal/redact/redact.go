@@ -9,11 +9,14 @@
 package redact
 
 import (
-	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -46,86 +49,170 @@ func (r *Redactor) Add(values ...string) {
 	}
 }
 
-// addParts records the parts of a value an error may quote alone: the
-// scalars of a YAML document (a values.yaml in a Secret) — its keys are not
-// secret and stay readable — or else each line of a multi-line value (a PEM
-// key).
-func (r *Redactor) addParts(v []byte) {
-	if r.addScalars(v) {
-		return
-	}
-	if !bytes.Contains(v, []byte("\n")) {
-		return
-	}
-	for line := range strings.SplitSeq(string(v), "\n") {
-		r.Add(strings.TrimSpace(line))
-	}
-}
+// maxDepth bounds how deep a value is searched for the values inside it
+// (a map in a list in a base64 string of a JSON document…): deeper parts are
+// covered by the value that holds them, and a hostile value cannot make the
+// search run long.
+const maxDepth = 8
 
-// AddSecretData records the values of a Secret's data; a value that is a
-// YAML document (a values.yaml in a Secret) also has each of its scalars
-// recorded, since an error may quote one of them alone.
+// AddSecretData records the values of a Secret's data, and every value
+// inside each (see AddValue): an error may quote one of them alone.
 func (r *Redactor) AddSecretData(data map[string][]byte) {
 	for _, v := range data {
-		r.Add(string(v))
-		r.addParts(v)
+		r.addString(string(v), 0)
 	}
 }
 
-// AddObjects records the data and stringData values of every Secret among objs.
+// AddValue records v, whatever its shape, and every value inside it: the
+// leaves of a map or a list, the scalars of a string that is a JSON or YAML
+// document, the text a base64 string decodes to, each line of a multi-line
+// string, and the forms Go and JSON print a map, a list or a number in, since
+// an error quotes a value in any of them ("expected string, got
+// map[string]interface {}{…}"). Keys are not recorded: they name data, and
+// must stay readable in a message.
+func (r *Redactor) AddValue(v any) {
+	r.addTree(v, 0)
+}
+
+// AddObjects records every value in the data and stringData of every Secret
+// among objs, in whatever shape it was written (see AddValue): the API server
+// refuses a malformed value, and quotes it back.
 func (r *Redactor) AddObjects(objs []*unstructured.Unstructured) {
 	for _, obj := range objs {
-		if obj.GetKind() != "Secret" || obj.GroupVersionKind().Group != "" {
+		if !IsSecret(obj) {
 			continue
 		}
-		if data, ok := obj.Object["data"].(map[string]any); ok {
-			for _, v := range data {
-				s := fmt.Sprint(v)
-				r.Add(s) // as written: base64
-				if decoded, err := base64.StdEncoding.DecodeString(s); err == nil {
-					r.Add(string(decoded))
-					r.addParts(decoded)
-				}
-			}
-		}
-		if data, ok := obj.Object["stringData"].(map[string]any); ok {
-			for _, v := range data {
-				r.Add(fmt.Sprint(v))
-				r.addParts([]byte(fmt.Sprint(v)))
+		for _, field := range []string{"data", "stringData"} {
+			if v, ok := obj.Object[field]; ok {
+				r.addTree(v, 0)
 			}
 		}
 	}
 }
 
-// addScalars records the scalar leaves of a YAML mapping or list, and
-// reports whether doc is one.
-func (r *Redactor) addScalars(doc []byte) bool {
+// IsSecret says whether obj is a Secret: kind Secret of any group and
+// version, so a malformed apiVersion does not turn a Secret's values into
+// ordinary text.
+func IsSecret(obj *unstructured.Unstructured) bool {
+	return obj != nil && obj.GetKind() == "Secret"
+}
+
+// addTree records a value of any shape and the values inside it.
+func (r *Redactor) addTree(v any, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	switch t := v.(type) {
+	case nil, bool:
+	case string:
+		r.addString(t, depth)
+	case []byte:
+		r.addString(string(t), depth)
+	case map[string]any:
+		for _, c := range t {
+			r.addTree(c, depth+1)
+		}
+		r.addPrinted(t)
+	case []any:
+		for _, c := range t {
+			r.addTree(c, depth+1)
+		}
+		r.addPrinted(t)
+	case float64:
+		r.Add(strconv.FormatFloat(t, 'f', -1, 64), strconv.FormatFloat(t, 'g', -1, 64), fmt.Sprint(t))
+	default: // int64, json.Number and other scalars
+		r.Add(fmt.Sprint(t))
+	}
+}
+
+// addPrinted records the forms a composite value is printed in by JSON, by
+// Go's %v and by Go's %#v (the API server's "got map[string]interface {}{…}").
+func (r *Redactor) addPrinted(v any) {
+	if b, err := json.Marshal(v); err == nil {
+		r.Add(string(b))
+	}
+	r.Add(fmt.Sprint(v), fmt.Sprintf("%#v", v))
+}
+
+// addString records s and the values inside it: its lines, the scalars of
+// the JSON or YAML document it is, and what it decodes to as base64.
+func (r *Redactor) addString(s string, depth int) {
+	r.Add(s, escaped(strconv.Quote(s)), escaped(jsonString(s)))
+	if depth > maxDepth {
+		return
+	}
+	if strings.Contains(s, "\n") {
+		for line := range strings.SplitSeq(s, "\n") {
+			r.Add(strings.TrimSpace(line))
+		}
+	}
+	if tree, ok := document(s); ok {
+		r.addTree(tree, depth+1)
+	}
+	if decoded, ok := decodeBase64(s); ok {
+		r.addString(decoded, depth+1)
+	}
+}
+
+// escaped strips the quotes of a quoted string: a value with quotes,
+// backslashes or newlines is quoted escaped ("a\nb"), not as written.
+func escaped(quoted string) string {
+	if len(quoted) < 2 {
+		return ""
+	}
+	return quoted[1 : len(quoted)-1]
+}
+
+// jsonString is s as JSON writes it, quoted.
+func jsonString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// document parses s as a JSON or YAML mapping or list.
+func document(s string) (any, bool) {
 	var tree any
-	if yaml.Unmarshal(doc, &tree) != nil {
-		return false
+	if yaml.Unmarshal([]byte(s), &tree) != nil {
+		return nil, false
 	}
 	switch tree.(type) {
 	case map[string]any, []any:
-	default:
-		return false
+		return tree, true
 	}
-	var walk func(any)
-	walk = func(n any) {
-		switch v := n.(type) {
-		case map[string]any:
-			for _, c := range v {
-				walk(c)
-			}
-		case []any:
-			for _, c := range v {
-				walk(c)
-			}
-		case nil, bool:
-		default:
-			r.Add(fmt.Sprint(v))
+	return nil, false
+}
+
+// decodeBase64 decodes s when it is base64 (standard or URL alphabet, padded
+// or not) of printable text; binary results are ignored, as nothing prints
+// them.
+func decodeBase64(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) < MinLength {
+		return "", false
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		b, err := enc.DecodeString(s)
+		if err == nil && printable(b) {
+			return string(b), true
 		}
 	}
-	walk(tree)
+	return "", false
+}
+
+// printable says whether b is UTF-8 text without control characters other
+// than whitespace.
+func printable(b []byte) bool {
+	if len(b) == 0 || !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range string(b) {
+		if unicode.IsControl(c) && !unicode.IsSpace(c) {
+			return false
+		}
+	}
 	return true
 }
 

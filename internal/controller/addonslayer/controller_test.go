@@ -53,6 +53,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("an object moved to another layer keeps its UID", e.testHandover)
 	t.Run("an object owned by another layer fails naming both", e.testConflict)
 	t.Run("hold suspends HelmReleases and unhold resumes them", e.testHold)
+	t.Run("a tenant's layer label neither blocks a layer nor lets it touch the tenant's objects", e.testLabelIsNoClaim)
 	t.Run("readiness timeout fails and recovers", e.testTimeout)
 	t.Run("a waiting layer checks health without applying again, and re-creates a deleted object at once", e.testWaitingChecksHealthOnly)
 	t.Run("layer tests run after the rest is ready, gate Deployed and run again for a new version", e.testLayerTestsGateDeployed)

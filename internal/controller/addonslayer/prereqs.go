@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/apply"
 	"github.com/kraan-io/kraan-operator/internal/layer"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 )
@@ -23,7 +24,7 @@ const suspendedByHoldAnnotation = "kraan/suspended-by-hold"
 // own triggers (a changed values ConfigMap) cannot upgrade them either (Kraan
 // #462). Without hold, the releases hold suspended are resumed.
 func (r *Reconciler) reconcileHold(ctx context.Context, sc *layerScope) *halt {
-	n, err := r.setHeldReleasesSuspended(ctx, sc.layer.Name, sc.layer.Spec.Hold)
+	n, err := r.setHeldReleasesSuspended(ctx, sc.layer, sc.layer.Spec.Hold)
 	if err != nil {
 		return failed(kraanv1.ReasonReconcileError, err)
 	}
@@ -41,17 +42,20 @@ func (r *Reconciler) reconcileHold(ctx context.Context, sc *layerScope) *halt {
 
 // setHeldReleasesSuspended suspends (hold) or resumes (unhold) the layer's
 // HelmReleases and returns how many it changed. Resuming touches only those
-// hold suspended; a release suspended in the source stays suspended.
-func (r *Reconciler) setHeldReleasesSuspended(ctx context.Context, name string, hold bool) (int, error) {
+// hold suspended; a release suspended in the source stays suspended. A
+// release is the layer's when it carries the layer's label and the layer's
+// inventory lists it: the label alone is anyone's to set, and would let a
+// tenant have the operator suspend or resume a release of its choosing.
+func (r *Reconciler) setHeldReleasesSuspended(ctx context.Context, layer *kraanv1.AddonsLayer, hold bool) (int, error) {
 	list := &kraanv1.HelmReleaseList{}
-	if err := r.List(ctx, list, client.MatchingLabels{manifest.LayerLabel: name}); err != nil {
+	if err := r.List(ctx, list, client.MatchingLabels{manifest.LayerLabel: layer.Name}); err != nil {
 		return 0, fmt.Errorf("listing the layer's HelmReleases: %w", err)
 	}
 	changed := 0
 	for i := range list.Items {
 		hr := &list.Items[i]
 		byHold := hr.Annotations[suspendedByHoldAnnotation] == "true"
-		if hold == byHold || (hold && hr.Spec.Suspend) {
+		if hold == byHold || (hold && hr.Spec.Suspend) || !inventoryLists(layer, hr) {
 			continue
 		}
 		if err := r.patchSuspend(ctx, hr, hold); err != nil {
@@ -60,6 +64,12 @@ func (r *Reconciler) setHeldReleasesSuspended(ctx context.Context, name string, 
 		changed++
 	}
 	return changed, nil
+}
+
+// inventoryLists says whether the layer's inventory lists hr.
+func inventoryLists(layer *kraanv1.AddonsLayer, hr *kraanv1.HelmRelease) bool {
+	ref := apply.Ref{APIVersion: kraanv1.GroupVersion.String(), Kind: "HelmRelease", Namespace: hr.Namespace, Name: hr.Name}
+	return apply.Lists(layer.Status.Resources, ref)
 }
 
 func (r *Reconciler) patchSuspend(ctx context.Context, hr *kraanv1.HelmRelease, hold bool) error {

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/kraan-io/kraan-operator/internal/testenv"
+)
+
+// metricsServerName is the DNS name the chart's ServiceMonitor verifies:
+// <release>-metrics.<namespace>.svc.
+const metricsServerName = "kraan-metrics.kraan-system.svc"
+
+// TestRun_MetricsServeTheCertificateOfCertDir: with --metrics-cert-dir the
+// metrics endpoint serves the mounted certificate, so a scraper verifying it
+// with the CA and the Service's DNS name (the chart's ServiceMonitor, with
+// insecureSkipVerify false) connects. (Without the flag controller-runtime
+// serves a self-signed certificate for "localhost", which such a scraper
+// refuses; one operator runs per test process, since controller names are
+// process-wide, so that case is left to controller-runtime.)
+func TestRun_MetricsServeTheCertificateOfCertDir(t *testing.T) {
+	g := NewWithT(t)
+	env, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
+	certDir, roots := writeServingCert(t, metricsServerName)
+
+	metricsAddr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"--kubeconfig", kubeconfig, "--health-probe-bind-address", freeAddr(t),
+			"--metrics-bind-address", metricsAddr, "--metrics-cert-dir", certDir, "--log-level", "error"}, os.Stderr)
+	}()
+	defer func() {
+		cancel()
+		g.Eventually(exit).WithTimeout(40 * time.Second).Should(Receive(Equal(0)))
+	}()
+	verified := func() error {
+		conn, err := tls.Dial("tcp", metricsAddr, &tls.Config{RootCAs: roots, ServerName: metricsServerName, MinVersion: tls.VersionTLS12})
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err
+	}
+	g.Eventually(verified).WithTimeout(30 * time.Second).Should(Succeed())
+	// Another name is refused: the scraper checks the name, not only the CA.
+	conn, err := tls.Dial("tcp", metricsAddr, &tls.Config{RootCAs: roots, ServerName: "other.svc", MinVersion: tls.VersionTLS12})
+	if err == nil {
+		_ = conn.Close()
+	}
+	g.Expect(err).To(MatchError(ContainSubstring("certificate")))
+}
+
+// writeServingCert writes tls.crt and tls.key, signed by a new CA for
+// dnsName, into a new directory, and returns it with the CA as a pool.
+func writeServingCert(t *testing.T, dnsName string) (string, *x509.CertPool) {
+	t.Helper()
+	g := NewWithT(t)
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kraan metrics CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	g.Expect(err).NotTo(HaveOccurred())
+	caCert, err := x509.ParseCertificate(caDER)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
+	g.Expect(err).NotTo(HaveOccurred())
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	dir := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(dir, metricsCertName), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, metricsKeyName), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)).To(Succeed())
+	roots := x509.NewCertPool()
+	roots.AddCert(caCert)
+	return dir, roots
+}
