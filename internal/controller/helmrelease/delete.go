@@ -66,6 +66,9 @@ func ownerOf(hr *kraanv1.HelmRelease) string {
 func (r *Reconciler) uninstallOnDelete(ctx context.Context, sc *releaseScope) error {
 	hr := sc.hr
 	target, err := r.resolvedTarget(ctx, hr)
+	if apierrors.IsNotFound(err) {
+		err = &goneError{what: "kubeConfig Secret " + hr.Namespace + "/" + hr.Spec.KubeConfig.SecretRef.Name}
+	}
 	if target.Cluster != nil {
 		sc.redactor.Add(target.Cluster.Credentials()...)
 	}
@@ -106,13 +109,8 @@ func (e *goneError) Error() string { return e.what + " does not exist" }
 // there is nobody left to uninstall it as. "" when err is not that.
 func uninstallBlocker(err error) string {
 	var gone *goneError
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &gone):
+	if errors.As(err, &gone) {
 		return gone.Error()
-	case kit.ReasonOf(err, "") == kraanv1.ReasonKubeConfigError && apierrors.IsNotFound(err):
-		return err.Error()
 	}
 	return ""
 }
