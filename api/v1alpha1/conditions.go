@@ -74,4 +74,9 @@ const (
 	ReasonDriftCorrected        = "DriftCorrected"
 	ReasonNoDriftDetected       = "NoDriftDetected"
 	ReasonSucceeded             = "Succeeded"
+
+	// ReasonUninstallSkipped: a deleted HelmRelease let go of its release
+	// without uninstalling it (its kubeConfig Secret or ServiceAccount is
+	// gone, or its namespace is being deleted and uninstalling failed).
+	ReasonUninstallSkipped = "UninstallSkipped"
 )

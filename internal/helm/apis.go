@@ -40,6 +40,10 @@ type servedAPIs struct {
 
 	start    sync.Once
 	watching bool
+	// factory runs the watches; stopWatches ends them (stop).
+	factory     metadatainformer.SharedInformerFactory
+	stopWatches chan struct{}
+	stopped     bool
 
 	mu   sync.Mutex
 	caps *chartutil.Capabilities
@@ -57,6 +61,9 @@ func (s *servedAPIs) capabilities() *chartutil.Capabilities {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopped {
+		return nil // nothing says any more when the cached APIs change
+	}
 	if s.caps == nil {
 		version, err := s.discovery.ServerVersion()
 		if err != nil {
@@ -86,6 +93,9 @@ func (s *servedAPIs) validator(key string, build func() (validation.Schema, erro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopped {
+		return build()
+	}
 	if v, ok := s.validators[key]; ok {
 		return v, nil
 	}
@@ -111,8 +121,8 @@ func (s *servedAPIs) invalidate() {
 	s.reset()
 }
 
-// watch starts the metadata watches on CRDs and APIServices, for the life of
-// the process, and waits for their first sync.
+// watch starts the metadata watches on CRDs and APIServices, until stop, and
+// waits for their first sync.
 func (s *servedAPIs) watch() {
 	ctx, cancel := context.WithTimeout(context.Background(), apiSyncTimeout)
 	defer cancel()
@@ -141,6 +151,30 @@ func (s *servedAPIs) watch() {
 		}
 		synced = append(synced, informer.HasSynced)
 	}
-	factory.Start(context.Background().Done())
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.factory, s.stopWatches = factory, make(chan struct{})
+	factory.Start(s.stopWatches)
+	s.mu.Unlock()
 	s.watching = cache.WaitForCacheSync(ctx.Done(), synced...)
+}
+
+// stop ends the watches and waits for their goroutines; what is cached is
+// no longer served, since nothing would tell when it goes stale. The
+// operator's own cluster is watched for the life of the process; a remote
+// cluster's until its clients are retired (see remoteClusters).
+func (s *servedAPIs) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	factory, stopWatches := s.factory, s.stopWatches
+	s.factory, s.stopWatches = nil, nil
+	s.mu.Unlock()
+	if factory == nil {
+		return
+	}
+	close(stopWatches)
+	factory.Shutdown()
 }

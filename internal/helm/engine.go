@@ -57,6 +57,13 @@ func (e *Engine) clientsFor(target Target) (*clusterClients, error) {
 	return e.remotes.get(target.Cluster)
 }
 
+// ForgetCluster says owner (a HelmRelease, namespace/name) no longer uses
+// the remote cluster it last used: it was deleted, or has no spec.kubeConfig
+// any more. The cluster's clients are stopped when no other owner uses them.
+func (e *Engine) ForgetCluster(owner string) {
+	e.remotes.forget(owner)
+}
+
 // Target says where a release lives and as whom the engine acts on it.
 type Target struct {
 	// ReleaseName of the Helm release.

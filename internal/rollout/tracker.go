@@ -79,6 +79,9 @@ type Tracker struct {
 
 	mu    sync.Mutex
 	kinds map[informerKey]*kind
+	// closed says the tracker's cluster is no longer used (Close): an
+	// informer stops as soon as its last wait ends, not t.idle later.
+	closed bool
 	// namespaced says, per resource probed, whether the operator may not
 	// list it cluster-wide (Roles in some namespaces only): it is then
 	// watched per namespace.
@@ -353,10 +356,38 @@ func (t *Tracker) unlisten(w *waiter, todo []*pending) {
 			continue
 		}
 		done[k] = true
-		if k.users--; k.users == 0 {
-			k.idle = time.AfterFunc(t.idle, func() { t.stopIdle(k) })
+		if k.users--; k.users > 0 {
+			continue
+		}
+		if t.closed {
+			t.stopLocked(k)
+			continue
+		}
+		k.idle = time.AfterFunc(t.idle, func() { t.stopIdle(k) })
+	}
+}
+
+// Close stops every informer nobody waits on now, and each of the others
+// when its last wait ends: the tracker's cluster is no longer used (its
+// kubeconfig changed, or its clients were evicted). A wait that starts after
+// Close still works, and its informers stop when it ends. Close returns at
+// once; it does not wait for the informers' goroutines to end.
+func (t *Tracker) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for _, k := range t.kinds {
+		if k.users == 0 {
+			t.stopLocked(k)
 		}
 	}
+}
+
+// Informers is how many informers are running, for tests.
+func (t *Tracker) Informers() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.kinds)
 }
 
 func (t *Tracker) stopIdle(k *kind) {
@@ -365,8 +396,19 @@ func (t *Tracker) stopIdle(k *kind) {
 	if k.users > 0 || t.kinds[k.key] != k {
 		return
 	}
+	t.stopLocked(k)
+}
+
+// stopLocked stops k's informer and forgets it; t.mu is held.
+func (t *Tracker) stopLocked(k *kind) {
+	if k.idle != nil {
+		k.idle.Stop()
+		k.idle = nil
+	}
 	k.stop()
-	delete(t.kinds, k.key)
+	if t.kinds[k.key] == k {
+		delete(t.kinds, k.key)
+	}
 }
 
 // start runs the informer of key over Helm's objects; t.mu is held.

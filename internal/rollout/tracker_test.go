@@ -205,3 +205,36 @@ func TestWait_WithRolesInSomeNamespacesOnly(t *testing.T) {
 	rollOut(g, d)
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 }
+
+// TestTracker_Close_StopsTheInformers: a closed tracker stops the informers
+// nobody waits on at once, instead of after the idle delay, a wait going on
+// keeps its informer until it ends, and a wait after Close still works and
+// leaves nothing running.
+func TestTracker_Close_StopsTheInformers(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	closing := rollout.NewTracker(dynamic.NewForConfigOrDie(admin))
+	ready := newDeployment(t, ns, "ready", helmLabels)
+	rollOut(g, ready)
+	g.Expect(closing.Wait(context.Background(), []rollout.Object{objectOf(ready)}, 10*time.Second, rollout.Options{})).To(Succeed())
+	g.Expect(closing.Informers()).To(Equal(1), "kept for the next wait")
+
+	pending := newDeployment(t, ns, "pending", helmLabels)
+	jobs := batchv1.SchemeGroupVersion.WithResource("jobs")
+	done := make(chan error, 1)
+	go func() {
+		done <- closing.Wait(context.Background(), []rollout.Object{objectOf(pending)}, time.Minute, rollout.Options{})
+	}()
+	g.Eventually(closing.Informers).WithTimeout(10 * time.Second).Should(Equal(1))
+	closing.Close()
+	g.Consistently(done).WithTimeout(500 * time.Millisecond).ShouldNot(Receive(), "the wait goes on")
+	g.Expect(closing.Informers()).To(Equal(1), "its informer runs while it waits")
+	rollOut(g, pending)
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+	g.Expect(closing.Informers()).To(Equal(0), "stopped when the last wait ended")
+
+	job := rollout.Object{Resource: jobs, Kind: "Job", Namespace: ns, Name: "absent"}
+	err := closing.Wait(context.Background(), []rollout.Object{job}, 500*time.Millisecond, rollout.Options{})
+	g.Expect(err).To(HaveOccurred(), "times out: the job does not exist")
+	g.Expect(closing.Informers()).To(Equal(0))
+}

@@ -6,13 +6,11 @@ package helmrelease
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
@@ -108,6 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			r.Metrics.forgetRelease(req.Namespace, req.Name)
 			r.repoWatch.Forget(req.NamespacedName)
 			r.runs.forget(req.NamespacedName)
+			r.Engine.ForgetCluster(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -154,33 +153,4 @@ func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*kraanv1.H
 		return nil, err
 	}
 	return hr, nil
-}
-
-// reconcileDelete uninstalls the release, then lets the object go. A
-// suspended release is left installed, as Flux does.
-func (r *Reconciler) reconcileDelete(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
-	hr := sc.hr
-	r.repoWatch.Forget(client.ObjectKeyFromObject(hr))
-	if !controllerutil.ContainsFinalizer(hr, kraanv1.Finalizer) {
-		sc.deleted = true
-		return ctrl.Result{}, nil
-	}
-	if !hr.Spec.Suspend {
-		target, err := r.resolvedTarget(ctx, hr)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.Engine.Uninstall(ctx, target, &hr.Spec); err != nil {
-			return ctrl.Result{}, kit.Transient(kraanv1.ReasonUninstallFailed, err)
-		}
-		r.Events.Normal(hr, kraanv1.ReasonUninstallSucceeded, "Release "+target.ReleaseName+" uninstalled")
-	}
-	base := hr.DeepCopy()
-	controllerutil.RemoveFinalizer(hr, kraanv1.Finalizer)
-	if err := r.Patch(ctx, hr, client.MergeFrom(base)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("removing the finalizer: %w", err)
-	}
-	r.Metrics.forgetRelease(hr.Namespace, hr.Name)
-	sc.deleted = true
-	return ctrl.Result{}, nil
 }

@@ -83,6 +83,11 @@ func (r *Reconciler) dependencyNotReady(ctx context.Context, key client.ObjectKe
 // one of spec.kubeConfig.
 func (r *Reconciler) reconcileTarget(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	target, err := r.resolvedTarget(ctx, sc.hr)
+	if target.Cluster == nil {
+		// No remote cluster (any more, or its Secret is unusable): the
+		// clients of the one it used stop unless another release uses them.
+		r.Engine.ForgetCluster(ownerOf(sc.hr))
+	}
 	if err != nil {
 		err = sc.redactor.Error(err)
 		r.Events.Warning(sc.hr, kraanv1.ReasonKubeConfigError, err.Error())

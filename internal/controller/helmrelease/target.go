@@ -133,6 +133,7 @@ func clusterOf(ctx context.Context, reader client.Reader, hr *kraanv1.HelmReleas
 		if err != nil {
 			return nil, kit.Terminal(kraanv1.ReasonKubeConfigError, fmt.Errorf("kubeConfig Secret %s, key %q: %w", key, k, err))
 		}
+		cluster.Owner = ownerOf(hr)
 		return cluster, nil
 	}
 	missing := fmt.Sprintf("kubeConfig Secret %s has no key %q", key, keys[0])
