@@ -141,15 +141,16 @@ func (p *BoundsPostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) 
 // namespaced; mapper tells which kinds are.
 func (b *Bounds) CheckObject(obj *unstructured.Unstructured, mapper meta.RESTMapper) error {
 	gvk := obj.GroupVersionKind()
-	if !b.allowsKind(gvk.GroupKind()) {
-		return b.check(gvk.GroupKind(), true, obj.GetNamespace(), obj.GetName())
-	}
+	namespace := obj.GetNamespace()
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
+		if !b.allowsKind(gvk.GroupKind()) {
+			// Refused by its kind alone; the cluster may not even serve it.
+			return b.check(gvk.GroupKind(), true, namespace, obj.GetName())
+		}
 		return fmt.Errorf("checking %s %s rendered for %s: %w", kindName(gvk.GroupKind()), obj.GetName(), b.Owner, err)
 	}
 	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
-	namespace := obj.GetNamespace()
 	if namespaced && namespace == "" {
 		namespace = b.Namespace
 	}
@@ -237,14 +238,24 @@ func (c *boundedClient) UpdateThreeWayMerge(original, target kube.ResourceList, 
 	return c.helmKubeClient.UpdateThreeWayMerge(c.bounds.withinBounds(original), target, force)
 }
 
-// Delete deletes the resources within the bounds.
+// Delete deletes the resources within the bounds. When none is, nothing is
+// sent and nothing fails: Helm deletes a hook before creating it, and the
+// creation is what must fail, naming the object.
 func (c *boundedClient) Delete(resources kube.ResourceList) (*kube.Result, []error) {
-	return c.helmKubeClient.Delete(c.bounds.withinBounds(resources))
+	within := c.bounds.withinBounds(resources)
+	if len(within) == 0 && len(resources) > 0 {
+		return &kube.Result{}, nil
+	}
+	return c.helmKubeClient.Delete(within)
 }
 
 // DeleteWithPropagationPolicy is Delete with a propagation policy.
 func (c *boundedClient) DeleteWithPropagationPolicy(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
-	return c.helmKubeClient.DeleteWithPropagationPolicy(c.bounds.withinBounds(resources), policy)
+	within := c.bounds.withinBounds(resources)
+	if len(within) == 0 && len(resources) > 0 {
+		return &kube.Result{}, nil
+	}
+	return c.helmKubeClient.DeleteWithPropagationPolicy(within, policy)
 }
 
 // refusingClient fails every write: a client the guard cannot wrap must

@@ -150,6 +150,12 @@ func TestBounds_Guard_RefusesHooksOutsideAndDeletesOnlyWithin(t *testing.T) {
 	g.Expect(errs).To(BeEmpty())
 	g.Expect(inner.deleted).To(ConsistOf(own))
 
+	inner.deleted = nil
+	res, errs := guarded.Delete(kube.ResourceList{elsewhere})
+	g.Expect(errs).To(BeEmpty(), "a hook outside the bounds is refused at its creation, not at its deletion")
+	g.Expect(res).NotTo(BeNil())
+	g.Expect(inner.deleted).To(BeEmpty())
+
 	var nilBounds *Bounds
 	g.Expect(nilBounds.guard(inner)).To(BeIdenticalTo(inner))
 }

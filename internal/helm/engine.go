@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -156,7 +157,15 @@ func (e *Engine) Uninstall(ctx context.Context, target Target, spec *kraanv1.Hel
 	}
 	uninstall := newUninstall(cfg, spec)
 	uninstall.DisableHooks = uninstall.DisableHooks || !hooksOfLatestReplayable(cfg, target.ReleaseName)
+	// Helm's IgnoreNotFound ignores any error reading the history, a
+	// forbidden one included: an impersonated account without rights would
+	// let the object go with its release still installed. Only a release
+	// that storage does not hold is gone.
+	uninstall.IgnoreNotFound = false
 	if _, err := uninstall.Run(target.ReleaseName); err != nil {
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			return nil
+		}
 		return fmt.Errorf("uninstalling release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
 	}
 	return nil
