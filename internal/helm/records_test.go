@@ -203,3 +203,20 @@ func TestCorrectable(t *testing.T) {
 		})
 	}
 }
+
+func TestUnownedHook(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        bool
+	}{
+		{name: "a hook an earlier version created", annotations: map[string]string{hookAnnotation: "pre-upgrade"}, want: true},
+		{name: "a hook of a release", annotations: map[string]string{hookAnnotation: "pre-upgrade", ReleaseNameAnnotation: "other"}},
+		{name: "a hand-made object", annotations: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(unownedHook(&metav1.ObjectMeta{Annotations: tt.annotations})).To(Equal(tt.want))
+		})
+	}
+}
