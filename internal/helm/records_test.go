@@ -49,7 +49,7 @@ func TestSignRecord_verifiesAfterAStorageRoundTrip(t *testing.T) {
 	rel := testRecord()
 	g.Expect(SignRecord(testKey, "apps", rel)).To(Succeed())
 	sig := rel.Labels[RecordSignatureLabel]
-	g.Expect(sig).To(MatchRegexp(`^[0-9a-f]{60}$`), "a valid label value")
+	g.Expect(sig).To(MatchRegexp(`^[0-9a-f]{8}\.[0-9a-f]{52}$`), "a valid label value")
 	g.Expect(verifyRecord(testKey, "apps", stored(t, rel))).To(Equal(RecordVerified))
 }
 
@@ -73,9 +73,14 @@ func TestVerifyRecord_classifies(t *testing.T) {
 		}, want: RecordTampered},
 		{name: "values changed", change: func(r *release.Release) { r.Config["image"] = "evil" }, want: RecordTampered},
 		{name: "version changed", change: func(r *release.Release) { r.Version = 9 }, want: RecordTampered},
-		{name: "a signature made up", change: func(r *release.Release) { r.Labels[RecordSignatureLabel] = "00" }, want: RecordTampered},
+		{name: "a signature made up", change: func(r *release.Release) {
+			r.Labels[RecordSignatureLabel] = keyID(testKey) + ".00"
+		}, want: RecordTampered},
+		{name: "another key's id", change: func(r *release.Release) {
+			r.Labels[RecordSignatureLabel] = "00000000.00"
+		}, want: RecordUnverified},
 		{name: "copied to another namespace", namespace: "other", change: func(*release.Release) {}, want: RecordTampered},
-		{name: "another key", key: []byte("another-key-of-enough-bytes"), change: func(*release.Release) {}, want: RecordTampered},
+		{name: "signed with a key since replaced", key: []byte("another-key-of-enough-bytes"), change: func(*release.Release) {}, want: RecordUnverified},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,7 +115,7 @@ func TestSigningDriver_sign_keepsAnUntrustedRecordUntrusted(t *testing.T) {
 			g := NewWithT(t)
 			rel := testRecord()
 			if tt.read != RecordUnverified {
-				rel.Labels[RecordSignatureLabel] = "0123"
+				rel.Labels[RecordSignatureLabel] = keyID(testKey) + ".0123"
 			}
 			d.classify(rel)
 			rel.Labels[recordTrustLabel] = string(tt.read)
