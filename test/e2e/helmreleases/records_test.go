@@ -3,6 +3,7 @@ package helmreleases_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/release"
@@ -39,10 +40,10 @@ func TestHelmRelease_TamperedRecord_StallsAndDeletesNothingOutside(t *testing.T)
 		suite.AddForeignObject(rel, victim)
 		suite.AddClusterAdminHook(rel, binding, ns)
 	})
-	// The tenant changes its HelmRelease, which needs a Helm action: the
-	// engine reads the record first. (An idle resync trusts the cached
-	// record labels and takes no action at all.)
-	update(t, ns, "app", func(hr *kraanv1.HelmRelease) { hr.Spec.Values = toJSON(map[string]any{"message": "two"}) })
+	// A reset request makes the operator read Helm storage (an idle resync
+	// trusts the cached record labels and reads none) without upgrading.
+	now := time.Now().String()
+	annotate(t, ns, "app", map[string]string{"reconcile.fluxcd.io/requestedAt": now, "reconcile.fluxcd.io/resetAt": now})
 
 	NewWithT(t).Eventually(func(g Gomega) {
 		hr := get(g, ns, "app")
