@@ -94,10 +94,15 @@ func recordSignature(key []byte, storageNamespace string, rel *release.Release) 
 	if err != nil {
 		return "", err
 	}
+	return signature(key, storageNamespace, canonical), nil
+}
+
+// signature is the label value signing the canonical encoding of a record.
+func signature(key []byte, storageNamespace string, canonical []byte) string {
 	mac := hmac.New(sha256.New, key)
 	fmt.Fprintf(mac, "kraan.io/release-record/v1\x00%s\x00", storageNamespace)
 	mac.Write(canonical)
-	return keyID(key) + "." + hex.EncodeToString(mac.Sum(nil))[:macLength], nil
+	return keyID(key) + "." + hex.EncodeToString(mac.Sum(nil))[:macLength]
 }
 
 // keyID names key in a signature without revealing it.
@@ -122,7 +127,8 @@ func canonicalRecord(rel *release.Release) ([]byte, error) {
 	return json.Marshal(decoded)
 }
 
-// verifyRecord classifies rel, stored in storageNamespace, by its signature.
+// verifyRecord classifies rel, stored in storageNamespace and just read
+// from storage, by its signature.
 func verifyRecord(key []byte, storageNamespace string, rel *release.Release) RecordTrust {
 	sig := rel.Labels[RecordSignatureLabel]
 	if sig == "" {
@@ -134,8 +140,10 @@ func verifyRecord(key []byte, storageNamespace string, rel *release.Release) Rec
 		// Forging another key id gains a tenant nothing.
 		return RecordUnverified
 	}
-	want, err := recordSignature(key, storageNamespace, rel)
-	if err != nil || !hmac.Equal([]byte(sig), []byte(want)) {
+	// rel was just decoded from storage: encoding it once gives the bytes
+	// signing gave after its own decode (canonicalRecord).
+	canonical, err := json.Marshal(rel)
+	if err != nil || !hmac.Equal([]byte(sig), []byte(signature(key, storageNamespace, canonical))) {
 		return RecordTampered
 	}
 	return RecordVerified
