@@ -3,6 +3,7 @@ package helm
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/fluxcd/pkg/ssa/jsondiff"
 	"helm.sh/helm/v3/pkg/kube"
@@ -99,6 +100,14 @@ func (c *owningClient) Delete(resources kube.ResourceList) (*kube.Result, []erro
 // uninstall of a record's manifest, where only owned objects go.
 func (c *owningClient) DeleteWithPropagationPolicy(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
 	return c.watchingClient.DeleteWithPropagationPolicy(c.ownedOnly(resources, false), policy)
+}
+
+// WaitForDelete waits until the owned objects among resources are gone.
+// Helm's uninstall waits for every object of the record's manifest, those
+// DeleteWithPropagationPolicy skipped too, which would never go: the wait
+// would run into its timeout and fail the uninstall.
+func (c *owningClient) WaitForDelete(resources kube.ResourceList, timeout time.Duration) error {
+	return c.watchingClient.WaitForDelete(c.ownedOnly(resources, false), timeout)
 }
 
 // Update applies target and deletes what original has and target lacks.
