@@ -3,6 +3,7 @@ package helm
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/fluxcd/pkg/ssa/jsondiff"
 	"helm.sh/helm/v3/pkg/kube"
@@ -84,14 +85,29 @@ func (c *owningClient) annotate(info *resource.Info, err error) error {
 }
 
 // Delete deletes the owned objects among resources; the others are skipped
-// and logged.
+// and logged. Helm calls it for hooks (their delete policies) and for the
+// objects a failed upgrade or rollback just created, never for a record's
+// manifest (uninstall uses DeleteWithPropagationPolicy, upgrade and rollback
+// Update). Hooks run only from the chart being installed or a verified
+// record (see replayable), so a hook object an earlier operator version
+// created, unannotated, is still deleted (legacyHooks): without it, a hook
+// with the before-hook-creation policy would fail every later action.
 func (c *owningClient) Delete(resources kube.ResourceList) (*kube.Result, []error) {
-	return c.watchingClient.Delete(c.ownedOnly(resources))
+	return c.watchingClient.Delete(c.ownedOnly(resources, true))
 }
 
-// DeleteWithPropagationPolicy is Delete with a propagation policy (uninstall).
+// DeleteWithPropagationPolicy is Delete with a propagation policy: Helm's
+// uninstall of a record's manifest, where only owned objects go.
 func (c *owningClient) DeleteWithPropagationPolicy(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
-	return c.watchingClient.DeleteWithPropagationPolicy(c.ownedOnly(resources), policy)
+	return c.watchingClient.DeleteWithPropagationPolicy(c.ownedOnly(resources, false), policy)
+}
+
+// WaitForDelete waits until the owned objects among resources are gone.
+// Helm's uninstall waits for every object of the record's manifest, those
+// DeleteWithPropagationPolicy skipped too, which would never go: the wait
+// would run into its timeout and fail the uninstall.
+func (c *owningClient) WaitForDelete(resources kube.ResourceList, timeout time.Duration) error {
+	return c.watchingClient.WaitForDelete(c.ownedOnly(resources, false), timeout)
 }
 
 // Update applies target and deletes what original has and target lacks.
@@ -114,7 +130,7 @@ func (c *owningClient) deletableOriginal(original, target kube.ResourceList) kub
 	if len(dropped) == 0 {
 		return original
 	}
-	owned := c.ownedOnly(dropped)
+	owned := c.ownedOnly(dropped, false)
 	keep := make(kube.ResourceList, 0, len(original))
 	for _, info := range original {
 		if target.Get(info) != nil || owned.Get(info) != nil {
@@ -126,13 +142,14 @@ func (c *owningClient) deletableOriginal(original, target kube.ResourceList) kub
 
 // ownedOnly is the subset of resources whose live object carries the
 // release's ownership, plus those that no longer exist (deleting them is a
-// no-op Helm expects to succeed). An object that cannot be read is left
-// out: the engine never deletes what it could not check.
-func (c *owningClient) ownedOnly(resources kube.ResourceList) kube.ResourceList {
+// no-op Helm expects to succeed) and, with legacyHooks, hook objects that
+// carry no release's ownership at all. An object that cannot be read is
+// left out: the engine never deletes what it could not check.
+func (c *owningClient) ownedOnly(resources kube.ResourceList, legacyHooks bool) kube.ResourceList {
 	verdicts := make([]bool, len(resources))
 	var wg sync.WaitGroup
 	for i, info := range resources {
-		wg.Go(func() { verdicts[i] = c.deletable(info) })
+		wg.Go(func() { verdicts[i] = c.deletable(info, legacyHooks) })
 	}
 	wg.Wait()
 	owned := make(kube.ResourceList, 0, len(resources))
@@ -146,7 +163,7 @@ func (c *owningClient) ownedOnly(resources kube.ResourceList) kube.ResourceList 
 
 // deletable reads info's live object, without changing info, and says
 // whether the release may delete it.
-func (c *owningClient) deletable(info *resource.Info) bool {
+func (c *owningClient) deletable(info *resource.Info, legacyHooks bool) bool {
 	if info.Mapping == nil || info.Client == nil {
 		return false
 	}
@@ -159,6 +176,9 @@ func (c *owningClient) deletable(info *resource.Info) bool {
 		return false
 	}
 	obj, err := meta.Accessor(live)
+	if err == nil && legacyHooks && unownedHook(obj) {
+		return true
+	}
 	if err != nil || !c.owner.owns(obj) {
 		c.Log("Not deleting %s: it does not carry the ownership annotations of release %s", resourceID(info), c.owner)
 		return false
@@ -190,4 +210,16 @@ func correctable(rel *Revision, owner releaseOwner, d *jsondiff.Diff) bool {
 		return true
 	}
 	return owner.owns(d.ClusterObject)
+}
+
+// hookAnnotation marks a Helm hook object (in its chart and on the cluster).
+const hookAnnotation = "helm.sh/hook"
+
+// unownedHook says whether obj is a hook object that no release claims:
+// created before the engine annotated hooks with their release.
+func unownedHook(obj metav1.Object) bool {
+	a := obj.GetAnnotations()
+	_, hook := a[hookAnnotation]
+	_, claimed := a[ReleaseNameAnnotation]
+	return hook && !claimed
 }

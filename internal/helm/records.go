@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
@@ -25,9 +26,15 @@ const RecordSignatureLabel = "kraan.io/record-signature"
 // a record is written.
 const recordTrustLabel = "kraan.io/record-trust"
 
-// signatureLength is the hex digits of the HMAC kept in the label: 240 bits,
-// within the 63 characters of a label value.
-const signatureLength = 60
+// A signature label is "<key id>.<mac>": keyIDLength hex digits naming the
+// key (a digest of it, not the key), then macLength hex digits of the HMAC
+// (208 bits), 61 characters within the 63 of a label value. The key id tells
+// a record signed with another key (the key Secret was deleted and made
+// anew, or rotated) from a tampered one.
+const (
+	keyIDLength = 8
+	macLength   = 52
+)
 
 // RecordTrust is how far the engine trusts a release record it read.
 type RecordTrust string
@@ -37,8 +44,9 @@ const (
 	// RecordVerified: the operator's key verifies the record's signature,
 	// so the operator wrote it as it is.
 	RecordVerified RecordTrust = "verified"
-	// RecordUnverified: the record has no signature. An earlier operator
-	// version, Flux helm-controller or the helm CLI wrote it. It is never a
+	// RecordUnverified: the record has no signature (an earlier operator
+	// version, Flux helm-controller or the helm CLI wrote it) or one made
+	// with another key than the operator's current one. It is never a
 	// source of hooks nor a rollback target, and the next revision the
 	// operator writes is signed.
 	RecordUnverified RecordTrust = "unverified"
@@ -86,10 +94,21 @@ func recordSignature(key []byte, storageNamespace string, rel *release.Release) 
 	if err != nil {
 		return "", err
 	}
+	return signature(key, storageNamespace, canonical), nil
+}
+
+// signature is the label value signing the canonical encoding of a record.
+func signature(key []byte, storageNamespace string, canonical []byte) string {
 	mac := hmac.New(sha256.New, key)
 	fmt.Fprintf(mac, "kraan.io/release-record/v1\x00%s\x00", storageNamespace)
 	mac.Write(canonical)
-	return hex.EncodeToString(mac.Sum(nil))[:signatureLength], nil
+	return keyID(key) + "." + hex.EncodeToString(mac.Sum(nil))[:macLength]
+}
+
+// keyID names key in a signature without revealing it.
+func keyID(key []byte) string {
+	sum := sha256.Sum256(append([]byte("kraan.io/record-key-id\x00"), key...))
+	return hex.EncodeToString(sum[:])[:keyIDLength]
 }
 
 // canonicalRecord is rel as the Secrets driver stores it (JSON: name,
@@ -108,14 +127,23 @@ func canonicalRecord(rel *release.Release) ([]byte, error) {
 	return json.Marshal(decoded)
 }
 
-// verifyRecord classifies rel, stored in storageNamespace, by its signature.
+// verifyRecord classifies rel, stored in storageNamespace and just read
+// from storage, by its signature.
 func verifyRecord(key []byte, storageNamespace string, rel *release.Release) RecordTrust {
 	sig := rel.Labels[RecordSignatureLabel]
 	if sig == "" {
 		return RecordUnverified
 	}
-	want, err := recordSignature(key, storageNamespace, rel)
-	if err != nil || !hmac.Equal([]byte(sig), []byte(want)) {
+	if id, _, _ := strings.Cut(sig, "."); id != keyID(key) {
+		// Signed with a key the operator no longer has: as safe to treat
+		// as unsigned, since an unverified record is never replayed either.
+		// Forging another key id gains a tenant nothing.
+		return RecordUnverified
+	}
+	// rel was just decoded from storage: encoding it once gives the bytes
+	// signing gave after its own decode (canonicalRecord).
+	canonical, err := json.Marshal(rel)
+	if err != nil || !hmac.Equal([]byte(sig), []byte(signature(key, storageNamespace, canonical))) {
 		return RecordTampered
 	}
 	return RecordVerified

@@ -40,7 +40,10 @@ func TestHelmRelease_TamperedRecord_StallsAndDeletesNothingOutside(t *testing.T)
 		suite.AddForeignObject(rel, victim)
 		suite.AddClusterAdminHook(rel, binding, ns)
 	})
-	annotate(t, ns, "app", map[string]string{"reconcile.fluxcd.io/requestedAt": time.Now().String()})
+	// A reset request makes the operator read Helm storage (an idle resync
+	// trusts the cached record labels and reads none) without upgrading.
+	now := time.Now().String()
+	annotate(t, ns, "app", map[string]string{"reconcile.fluxcd.io/requestedAt": now, "reconcile.fluxcd.io/resetAt": now})
 
 	NewWithT(t).Eventually(func(g Gomega) {
 		hr := get(g, ns, "app")

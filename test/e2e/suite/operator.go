@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -106,10 +107,9 @@ func StartOperator(ctx context.Context, p OperatorProcess) (*RunningOperator, er
 		"--watches-file="+filepath.Join(root, "watches.yaml"),
 		"--data-path="+filepath.Join(p.Dir, "data"),
 		"--metrics-bind-address=0",
-		// The pod's namespace, where its release record key lives.
-		"--release-record-key-namespace=default",
 		"--health-probe-bind-address="+op.probe,
 		"--log-format=console")
+	args = append(args, recordKeyNamespaceArgs(p)...)
 	op.proc, err = localplane.StartProcess(localplane.ProcessOptions{
 		Name: p.Name, Dir: p.Dir, Binary: p.Binary, Args: args,
 		Env: append(append([]string{}, p.Env...), "TMPDIR="+tmp),
@@ -223,4 +223,22 @@ func PrepareOperatorBinary(s *Suite, leaseNamespace string) (string, error) {
 		return "", fmt.Errorf("creating namespace %s: %w", leaseNamespace, err)
 	}
 	return bin, nil
+}
+
+// recordKeyNamespaceArgs names a namespace for the operator's release record
+// key when nothing else does: a pod has its own namespace, a process on the
+// test machine has none. The operator otherwise keeps the key in its leader
+// election namespace or $RUNTIME_NAMESPACE, as in a pod.
+func recordKeyNamespaceArgs(p OperatorProcess) []string {
+	for _, a := range p.Args {
+		if strings.HasPrefix(a, "--leader-election-namespace=") || strings.HasPrefix(a, "--release-record-key-namespace=") {
+			return nil
+		}
+	}
+	for _, e := range p.Env {
+		if strings.HasPrefix(e, "RUNTIME_NAMESPACE=") {
+			return nil
+		}
+	}
+	return []string{"--release-record-key-namespace=default"}
 }
