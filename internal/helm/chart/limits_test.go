@@ -54,6 +54,7 @@ func TestFetcher_Fetch_hostileRegistryIsCappedBeforeReading(t *testing.T) {
 
 			g.Expect(err).To(MatchError(ContainSubstring(tt.message)))
 			g.Expect(chart.IsTerminal(err)).To(BeTrue(), "a cap is the user's to raise, not a retry's: %v", err)
+			t.Logf("the registry sent %d bytes for %s (bound %d)", hostile.Sent(tt.chart), tt.chart, tt.maxSent)
 			g.Expect(hostile.Sent(tt.chart)).To(BeNumerically("<", tt.maxSent))
 		})
 	}

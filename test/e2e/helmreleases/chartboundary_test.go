@@ -132,6 +132,7 @@ func TestHelmRelease_HostileRegistryIsRefusedByTheOperatorsCaps(t *testing.T) {
 				g.Expect(ready.Message).To(And(ContainSubstring("HelmRepository "+ns+"/charts: "),
 					ContainSubstring(tc.message)), ready.Message)
 			}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+			t.Logf("the registry sent %d bytes for %s (bound %d)", hostile.Sent(tc.chart), tc.chart, tc.maxSent)
 			g.Expect(hostile.Sent(tc.chart)).To(BeNumerically("<", tc.maxSent))
 			g.Expect(helmRevisions(g, ns, "hostile")).To(BeEmpty())
 		})
