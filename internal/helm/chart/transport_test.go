@@ -43,7 +43,9 @@ func TestCappedTransport(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			var data []byte
-			resp, err := client.Get(registry.URL + tt.path)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, registry.URL+tt.path, nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			resp, err := client.Do(req)
 			if err == nil {
 				data, err = io.ReadAll(resp.Body)
 				resp.Body.Close()
