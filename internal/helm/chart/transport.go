@@ -25,7 +25,7 @@ func (t *cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	limit, flag := t.metadataLimit, FlagMaxManifestSize
-	if strings.Contains(req.URL.Path, "/blobs/") {
+	if isBlob(req) {
 		limit, flag = t.blobLimit, FlagMaxChartSize
 	}
 	what := "the response of " + withoutQuery(req.URL)
@@ -36,6 +36,21 @@ func (t *cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Body = &cappedBody{ReadCloser: resp.Body, left: limit,
 		err: &LimitError{What: what, Declared: sizeUnknown, Limit: limit, Flag: flag}}
 	return resp, nil
+}
+
+// isBlob reports whether req asks for a blob, or follows a redirect from a
+// request for one: registries (GHCR, Docker Hub, ECR) send blobs from
+// storage elsewhere, under paths of its own.
+func isBlob(req *http.Request) bool {
+	for r := req; r != nil; r = r.Response.Request {
+		if strings.Contains(r.URL.Path, "/blobs/") {
+			return true
+		}
+		if r.Response == nil {
+			return false
+		}
+	}
+	return false
 }
 
 // withoutQuery is a URL without its query, which can hold a token request's

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -34,10 +35,11 @@ type HostileRegistry struct {
 	// Host is the registry's host:port.
 	Host string
 
-	server *httptest.Server
-	mu     sync.Mutex
-	charts map[string]hostileChart
-	sent   map[string]int64 // by chart name
+	server   *httptest.Server
+	inFlight atomic.Int64
+	mu       sync.Mutex
+	charts   map[string]hostileChart
+	sent     map[string]int64 // by chart name
 }
 
 // hostileChart is how the registry answers for one chart.
@@ -148,14 +150,23 @@ func sha256Digest(data []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Sent is how many body bytes the registry sent for chart name.
+// Sent is how many body bytes the registry sent for chart name (written to
+// the connection): an upper bound of what its clients read.
 func (r *HostileRegistry) Sent(name string) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.sent[name]
 }
 
+// InFlight is how many requests the registry is still answering. An endless
+// body ends when its client hangs up: once InFlight is 0, Sent is final.
+func (r *HostileRegistry) InFlight() int64 {
+	return r.inFlight.Load()
+}
+
 func (r *HostileRegistry) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	r.inFlight.Add(1)
+	defer r.inFlight.Add(-1)
 	name, kind, ok := r.parsePath(req.URL.Path)
 	if req.URL.Path == "/v2/" || req.URL.Path == "/v2" {
 		w.WriteHeader(http.StatusOK)

@@ -3,6 +3,7 @@ package helmreleases_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -132,6 +133,10 @@ func TestHelmRelease_HostileRegistryIsRefusedByTheOperatorsCaps(t *testing.T) {
 				g.Expect(ready.Message).To(And(ContainSubstring("HelmRepository "+ns+"/charts: "),
 					ContainSubstring(tc.message)), ready.Message)
 			}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+			// An endless body ends when the client hangs up; then the count
+			// is final.
+			g.Eventually(hostile.InFlight).WithTimeout(time.Minute).Should(BeZero())
+			t.Logf("the registry sent %d bytes for %s (bound %d)", hostile.Sent(tc.chart), tc.chart, tc.maxSent)
 			g.Expect(hostile.Sent(tc.chart)).To(BeNumerically("<", tc.maxSent))
 			g.Expect(helmRevisions(g, ns, "hostile")).To(BeEmpty())
 		})
