@@ -57,7 +57,7 @@ func TestRedactor_AddObjects_MasksEveryShape(t *testing.T) {
 	stringData := secret.Object["stringData"].(map[string]any)
 	// The ways a message quotes a value: Go's %v and %#v (the API server's
 	// "got map[string]interface {}{…}"), JSON, and each leaf alone.
-	var quoted []string
+	quoted := make([]string, 0, 4*len(stringData))
 	for _, v := range stringData {
 		b, _ := json.Marshal(v)
 		quoted = append(quoted, fmt.Sprint(v), fmt.Sprintf("%#v", v), string(b),

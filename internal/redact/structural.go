@@ -189,8 +189,8 @@ func pathSegments(field string) []string {
 	var segs []string
 	field = strings.TrimPrefix(field, ".")
 	for field != "" {
-		switch {
-		case field[0] == '[':
+		switch field[0] {
+		case '[':
 			end := strings.IndexByte(field, ']')
 			if end < 0 {
 				return nil
