@@ -108,6 +108,11 @@ func TestSecretError_NamesTheSecretAndFieldNeverTheValue(t *testing.T) {
 		g.Expect(err.Error()).NotTo(ContainSubstring(c))
 	}
 
+	forbidden := SecretError(secret, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "db", fmt.Errorf("webhook says %s", canaries[0])))
+	g.Expect(forbidden.Error()).To(Equal("Secret kube-system/db: refused by the API server (Forbidden); its message is withheld " +
+		"as it may quote the Secret's data: the operator may not write it, or an admission webhook denied it"))
+	g.Expect(apierrors.IsForbidden(forbidden)).To(BeTrue())
+
 	// Not a Secret, or not from the API server: unchanged.
 	cm := &unstructured.Unstructured{Object: map[string]any{"kind": "ConfigMap"}}
 	g.Expect(SecretError(cm, raw)).To(BeIdenticalTo(raw))
