@@ -41,7 +41,7 @@ type Redactor struct {
 func (r *Redactor) Add(values ...string) {
 	for _, v := range values {
 		for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
-			if len(form) >= MinLength && !slices.Contains(r.values, form) {
+			if len(form) >= MinLength { // duplicates go when sorted (String)
 				r.values = append(r.values, form)
 				r.sorted = false
 			}
@@ -224,8 +224,16 @@ func (r *Redactor) String(s string) string {
 		return s
 	}
 	if !r.sorted {
-		slices.SortFunc(r.values, func(a, b string) int { return len(b) - len(a) })
-		r.sorted = true
+		// A copy: a Redactor copied by value shares the array, and sorting
+		// it in place would reorder the other's values under it.
+		values := slices.Clone(r.values)
+		slices.SortFunc(values, func(a, b string) int {
+			if len(a) != len(b) {
+				return len(b) - len(a)
+			}
+			return strings.Compare(a, b)
+		})
+		r.values, r.sorted = slices.Compact(values), true
 	}
 	for _, v := range r.values {
 		s = strings.ReplaceAll(s, v, Mask)
