@@ -105,11 +105,8 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func startManager(ctx context.Context, opts *options) error {
-	cfg, err := restConfig(opts.kubeconfig)
-	if err != nil {
-		return fmt.Errorf("loading the Kubernetes client configuration: %w", err)
-	}
+// metricsOptions configures the metrics endpoint from the flags.
+func metricsOptions(opts *options) metricsserver.Options {
 	metrics := metricsserver.Options{BindAddress: opts.metricsAddr, SecureServing: opts.metricsSecure,
 		CertDir: opts.metricsCertDir, CertName: metricsCertName, KeyName: metricsKeyName}
 	if opts.metricsSecure {
@@ -117,6 +114,15 @@ func startManager(ctx context.Context, opts *options) error {
 		// `get /metrics` may scrape.
 		metrics.FilterProvider = metricsauth.Filter
 	}
+	return metrics
+}
+
+func startManager(ctx context.Context, opts *options) error {
+	cfg, err := restConfig(opts.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+	}
+	metrics := metricsOptions(opts)
 	chartKinds, err := opts.loadWatches()
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 )
@@ -24,47 +27,47 @@ import (
 // <release>-metrics.<namespace>.svc.
 const metricsServerName = "kraan-metrics.kraan-system.svc"
 
-// TestRun_MetricsServeTheCertificateOfCertDir: with --metrics-cert-dir the
+// TestMetrics_ServeTheCertificateOfCertDir: with --metrics-cert-dir the
 // metrics endpoint serves the mounted certificate, so a scraper verifying it
 // with the CA and the Service's DNS name (the chart's ServiceMonitor, with
-// insecureSkipVerify false) connects. (Without the flag controller-runtime
-// serves a self-signed certificate for "localhost", which such a scraper
-// refuses; one operator runs per test process, since controller names are
-// process-wide, so that case is left to controller-runtime.)
-func TestRun_MetricsServeTheCertificateOfCertDir(t *testing.T) {
+// insecureSkipVerify false) connects, and one expecting another name is
+// refused. The endpoint is started from the flags as the operator starts it
+// (metricsOptions), without a whole manager: one runs per test process,
+// controller names being process-wide.
+func TestMetrics_ServeTheCertificateOfCertDir(t *testing.T) {
 	g := NewWithT(t)
 	env, err := testenv.Start()
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
 	certDir, roots := writeServingCert(t, metricsServerName)
-
 	metricsAddr := freeAddr(t)
+	opts, err := parseOptions([]string{"--metrics-bind-address", metricsAddr, "--metrics-cert-dir", certDir}, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	httpClient, err := rest.HTTPClientFor(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	srv, err := metricsserver.NewServer(metricsOptions(opts), env.Config, httpClient)
+	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	exit := make(chan int, 1)
-	go func() {
-		exit <- run(ctx, []string{"--kubeconfig", kubeconfig, "--health-probe-bind-address", freeAddr(t),
-			"--metrics-bind-address", metricsAddr, "--metrics-cert-dir", certDir, "--log-level", "error"}, os.Stderr)
-	}()
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
 	defer func() {
 		cancel()
-		g.Eventually(exit).WithTimeout(40 * time.Second).Should(Receive(Equal(0)))
+		g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	}()
-	verified := func() error {
-		conn, err := tls.Dial("tcp", metricsAddr, &tls.Config{RootCAs: roots, ServerName: metricsServerName, MinVersion: tls.VersionTLS12})
-		if err == nil {
-			_ = conn.Close()
+
+	handshake := func(serverName string) func() error {
+		return func() error {
+			d := &tls.Dialer{Config: &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}}
+			conn, err := d.DialContext(context.Background(), "tcp", metricsAddr)
+			if err == nil {
+				_ = conn.Close()
+			}
+			return err
 		}
-		return err
 	}
-	g.Eventually(verified).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Eventually(handshake(metricsServerName)).WithTimeout(30 * time.Second).Should(Succeed())
 	// Another name is refused: the scraper checks the name, not only the CA.
-	conn, err := tls.Dial("tcp", metricsAddr, &tls.Config{RootCAs: roots, ServerName: "other.svc", MinVersion: tls.VersionTLS12})
-	if err == nil {
-		_ = conn.Close()
-	}
-	g.Expect(err).To(MatchError(ContainSubstring("certificate")))
+	g.Expect(handshake("other.svc")()).To(MatchError(ContainSubstring("certificate")))
 }
 
 // writeServingCert writes tls.crt and tls.key, signed by a new CA for

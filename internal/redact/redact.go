@@ -41,7 +41,7 @@ type Redactor struct {
 func (r *Redactor) Add(values ...string) {
 	for _, v := range values {
 		for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
-			if len(form) >= MinLength && !slices.Contains(r.values, form) {
+			if len(form) >= MinLength { // duplicates go when sorted (String)
 				r.values = append(r.values, form)
 				r.sorted = false
 			}
@@ -134,20 +134,21 @@ func (r *Redactor) addPrinted(v any) {
 	r.Add(fmt.Sprint(v), fmt.Sprintf("%#v", v))
 }
 
-// addString records s and the values inside it: its lines, the scalars of
-// the JSON or YAML document it is, and what it decodes to as base64.
+// addString records s and the values inside it: the scalars of the JSON or
+// YAML document it is, or else its lines, and what it decodes to as base64.
 func (r *Redactor) addString(s string, depth int) {
 	r.Add(s, escaped(strconv.Quote(s)), escaped(jsonString(s)))
 	if depth > maxDepth {
 		return
 	}
-	if strings.Contains(s, "\n") {
-		for line := range strings.SplitSeq(s, "\n") {
+	if tree, ok := document(s); ok {
+		// Its scalars, not its lines: a line holds a key ("nodeSelector:"),
+		// which names data and must stay readable in a message.
+		r.addTree(tree, depth+1)
+	} else if strings.Contains(s, "\n") {
+		for line := range strings.SplitSeq(s, "\n") { // a PEM key: an error may quote one line
 			r.Add(strings.TrimSpace(line))
 		}
-	}
-	if tree, ok := document(s); ok {
-		r.addTree(tree, depth+1)
 	}
 	if decoded, ok := decodeBase64(s); ok {
 		r.addString(decoded, depth+1)
@@ -223,8 +224,16 @@ func (r *Redactor) String(s string) string {
 		return s
 	}
 	if !r.sorted {
-		slices.SortFunc(r.values, func(a, b string) int { return len(b) - len(a) })
-		r.sorted = true
+		// A copy: a Redactor copied by value shares the array, and sorting
+		// it in place would reorder the other's values under it.
+		values := slices.Clone(r.values)
+		slices.SortFunc(values, func(a, b string) int {
+			if len(a) != len(b) {
+				return len(b) - len(a)
+			}
+			return strings.Compare(a, b)
+		})
+		r.values, r.sorted = slices.Compact(values), true
 	}
 	for _, v := range r.values {
 		s = strings.ReplaceAll(s, v, Mask)

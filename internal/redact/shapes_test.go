@@ -57,7 +57,7 @@ func TestRedactor_AddObjects_MasksEveryShape(t *testing.T) {
 	stringData := secret.Object["stringData"].(map[string]any)
 	// The ways a message quotes a value: Go's %v and %#v (the API server's
 	// "got map[string]interface {}{…}"), JSON, and each leaf alone.
-	var quoted []string
+	quoted := make([]string, 0, 4*len(stringData))
 	for _, v := range stringData {
 		b, _ := json.Marshal(v)
 		quoted = append(quoted, fmt.Sprint(v), fmt.Sprintf("%#v", v), string(b),
@@ -107,6 +107,11 @@ func TestSecretError_NamesTheSecretAndFieldNeverTheValue(t *testing.T) {
 	for _, c := range canaries {
 		g.Expect(err.Error()).NotTo(ContainSubstring(c))
 	}
+
+	forbidden := SecretError(secret, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "db", fmt.Errorf("webhook says %s", canaries[0])))
+	g.Expect(forbidden.Error()).To(Equal("Secret kube-system/db: refused by the API server (Forbidden); its message is withheld " +
+		"as it may quote the Secret's data: the operator may not write it, or an admission webhook denied it"))
+	g.Expect(apierrors.IsForbidden(forbidden)).To(BeTrue())
 
 	// Not a Secret, or not from the API server: unchanged.
 	cm := &unstructured.Unstructured{Object: map[string]any{"kind": "ConfigMap"}}

@@ -43,8 +43,8 @@ func SecretError(secret *unstructured.Unstructured, err error) error {
 	name := describeSecret(secret)
 	msg := name + ": " + strings.Join(problems, "; ")
 	if len(problems) == 0 {
-		msg = fmt.Sprintf("%s: refused by the API server (%s); its message is withheld as it may quote the Secret's data: "+
-			"every value of data must be a base64 string and every value of stringData a string", name, reasonText(status))
+		msg = fmt.Sprintf("%s: refused by the API server (%s); its message is withheld as it may quote the Secret's data%s",
+			name, reasonText(status), hint(status.Reason))
 	}
 	status.Message = msg
 	return &secretError{status: status}
@@ -70,6 +70,19 @@ func codeOf(err error) int32 {
 		return status.Status().Code
 	}
 	return http.StatusInternalServerError
+}
+
+// hint says what to check when no field could be named.
+func hint(reason metav1.StatusReason) string {
+	switch reason {
+	case metav1.StatusReasonForbidden:
+		return ": the operator may not write it, or an admission webhook denied it"
+	case metav1.StatusReasonConflict:
+		return ": another field manager owns its fields"
+	case metav1.StatusReasonInvalid, metav1.StatusReasonBadRequest, metav1.StatusReasonInternalError, metav1.StatusReasonUnknown:
+		return ": every value of data must be a base64 string and every value of stringData a string"
+	}
+	return ""
 }
 
 func reasonText(s metav1.Status) string {
@@ -189,8 +202,8 @@ func pathSegments(field string) []string {
 	var segs []string
 	field = strings.TrimPrefix(field, ".")
 	for field != "" {
-		switch {
-		case field[0] == '[':
+		switch field[0] {
+		case '[':
 			end := strings.IndexByte(field, ']')
 			if end < 0 {
 				return nil

@@ -29,3 +29,21 @@ app.kubernetes.io/name: kraan-operator
 app.kubernetes.io/instance: {{ .Release.Name }}
 control-plane: controller-manager
 {{- end -}}
+
+{{- /* The metrics Service's name and the DNS name its certificate is for. */ -}}
+{{- define "kraan.metricsService" -}}
+{{- printf "%s-metrics" (include "kraan.fullname" .) -}}
+{{- end -}}
+
+{{- define "kraan.metricsServerName" -}}
+{{- printf "%s.%s.svc" (include "kraan.metricsService" .) .Release.Namespace -}}
+{{- end -}}
+
+{{- /* The Secret holding the metrics serving certificate; empty when there is none. */ -}}
+{{- define "kraan.metricsTLSSecret" -}}
+{{- if .Values.metrics.tls.secretName -}}
+{{- .Values.metrics.tls.secretName -}}
+{{- else if .Values.metrics.tls.certManager.enabled -}}
+{{- printf "%s-metrics-tls" (include "kraan.fullname" .) -}}
+{{- end -}}
+{{- end -}}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kraan-io/kraan-operator/internal/apply"
+	"github.com/kraan-io/kraan-operator/internal/redact"
 )
 
 // Action is what applying the desired state would do to one object.
@@ -91,6 +92,8 @@ func compareOne(ctx context.Context, c client.Client, obj *unstructured.Unstruct
 	}
 	dry := obj.DeepCopy()
 	err = c.Patch(ctx, dry, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner(opts.FieldManager)) //nolint:staticcheck // client.Apply with unstructured objects is the supported way here
+	// The API server quotes a Secret value it refuses: name the field instead.
+	err = redact.SecretError(obj, err)
 	switch {
 	case err == nil:
 		if err := normalize.DryRunUnstructured(dry); err != nil {

@@ -63,6 +63,57 @@ func TestHelmRelease_SecretValuesNeverLeak(t *testing.T) {
 	expectNoCanaryAnywhere(t, ns, "leaky", []string{rejected, "canary-", token})
 }
 
+// TestHelmRelease_MalformedSecretValuesNeverLeak feeds a chart, through a
+// valuesFrom Secret, values of every shape the API server (or Helm) refuses
+// where the chart wants a string (a nodeSelector label value): a map, a list,
+// a number, nested maps, a string holding JSON, and base64 of each. Each
+// shape is a release of its own, driven to failure; no canary may reach a
+// condition, an event, the operator's debug log or its metrics.
+func TestHelmRelease_MalformedSecretValuesNeverLeak(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	canary := func(what string) string { return fmt.Sprintf("canary-%s-%016x", what, rand.Uint64()) }
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	number := fmt.Sprintf("%d", 700000000000+rand.Int64N(99999999999))
+	mapped, listed, deep, inJSON := canary("map"), canary("list"), canary("deep"), canary("json")
+	b64map, b64list, b64deep := canary("b64map"), canary("b64list"), canary("b64deep")
+	disk := map[string]string{
+		"map":     `{password: ` + mapped + `}`,
+		"list":    `[` + listed + `, 42]`,
+		"number":  number,
+		"nested":  `{a: {b: [{c: ` + deep + `}]}}`,
+		"json":    `'{"a":{"b":"` + inJSON + ` not a label!"}}'`,
+		"b64map":  b64(`{"password":"` + b64map + `"}`),
+		"b64list": b64(`["` + b64list + `"]`),
+		"b64deep": b64(`{"a":{"b":"` + b64(b64deep) + `"}}`),
+	}
+	canaries := []string{number, mapped, listed, deep, inJSON, b64map, b64list, b64deep, b64(b64deep), "canary-"}
+	for shape, value := range disk {
+		g.Expect(k8s.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "values-" + shape, Namespace: ns},
+			StringData: map[string]string{"values.yaml": "nodeSelector:\n  disk: " + value + "\n"},
+		})).To(Succeed())
+		newRelease(t, ns, "leaky-"+shape, "small", withVersion("0.1.0"), func(hr *kraanv1.HelmRelease) {
+			hr.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Second}
+			hr.Spec.ValuesFrom = []kraanv1.ValuesReference{{Kind: "Secret", Name: "values-" + shape}}
+		})
+	}
+	for shape := range disk {
+		// The chart's values schema refuses some shapes (ValuesError), the
+		// API server the others (InstallFailed, then RetriesExceeded).
+		g.Eventually(func(g Gomega) {
+			stalled := condition(get(g, ns, "leaky-"+shape), kraanv1.StalledCondition)
+			g.Expect(stalled).NotTo(BeNil())
+			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), shape)
+	}
+	for shape := range disk {
+		expectNoCanaryAnywhere(t, ns, "leaky-"+shape, canaries)
+	}
+}
+
 // TestHelmRelease_RepositoryCredentialsNeverLeak: a HelmRepository whose
 // Secret holds a wrong password fails with a condition that says the
 // credentials were refused, names the repository and the failing step, never

@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -117,7 +118,8 @@ func TestChart_ServiceMonitorIsOptional(t *testing.T) {
 	g.Expect(manifest).NotTo(ContainSubstring("kind: ServiceMonitor"))
 	g.Expect(manifest).To(ContainSubstring("image: ghcr.io/kraan-io/kraan-operator:v" + chrt.Metadata.AppVersion))
 
-	manifest, err = render(map[string]any{"serviceMonitor": map[string]any{"enabled": true}})
+	withTLS := map[string]any{"tls": map[string]any{"secretName": "metrics-cert"}}
+	manifest, err = render(map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "metrics": withTLS})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(manifest).To(ContainSubstring("kind: ServiceMonitor"))
 
@@ -126,6 +128,75 @@ func TestChart_ServiceMonitorIsOptional(t *testing.T) {
 		"metrics":        map[string]any{"service": map[string]any{"enabled": false}},
 	})
 	g.Expect(err).To(MatchError(ContainSubstring("serviceMonitor.enabled needs metrics.service.enabled")))
+}
+
+// TestChart_ServiceMonitorVerifiesTLS: the ServiceMonitor verifies the
+// metrics endpoint's certificate with the CA of the metrics TLS Secret and
+// the Service's DNS name, the operator serves that Secret's certificate
+// (--metrics-cert-dir), and without a certificate to verify the chart
+// refuses to render a ServiceMonitor rather than skip verification.
+func TestChart_ServiceMonitorVerifiesTLS(t *testing.T) {
+	g := NewWithT(t)
+	_, err := renderChart(t, map[string]any{"serviceMonitor": map[string]any{"enabled": true}})
+	g.Expect(err).To(MatchError(ContainSubstring("serviceMonitor.enabled needs metrics.tls.secretName or metrics.tls.certManager.enabled")))
+
+	for _, tc := range []struct {
+		name   string
+		tls    map[string]any
+		secret string
+		issued bool
+	}{
+		{"a Secret of the user's", map[string]any{"secretName": "metrics-cert"}, "metrics-cert", false},
+		{"cert-manager", map[string]any{"certManager": map[string]any{"enabled": true}}, chartRelease + "-metrics-tls", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			manifest, err := renderChart(t, map[string]any{
+				"serviceMonitor": map[string]any{"enabled": true}, "metrics": map[string]any{"tls": tc.tls}})
+			g.Expect(err).NotTo(HaveOccurred())
+			objs := renderedObjects(g, manifest)
+
+			sm := objs["ServiceMonitor/"+chartRelease+"-metrics"]
+			g.Expect(sm).NotTo(BeNil())
+			endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+			g.Expect(endpoints).To(HaveLen(1))
+			tlsConfig := endpoints[0].(map[string]any)["tlsConfig"]
+			g.Expect(tlsConfig).To(Equal(map[string]any{
+				"ca":                 map[string]any{"secret": map[string]any{"name": tc.secret, "key": "ca.crt"}},
+				"serverName":         chartRelease + "-metrics." + chartNS + ".svc",
+				"insecureSkipVerify": false,
+			}))
+
+			dep := renderedDeployments(g, manifest)[chartRelease+"-controller-manager"]
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--metrics-cert-dir=/etc/kraan/metrics-tls"))
+			g.Expect(dep.Spec.Template.Spec.Volumes).To(ContainElement(And(
+				HaveField("Name", "metrics-tls"), HaveField("VolumeSource.Secret.SecretName", tc.secret))))
+
+			cert := objs["Certificate/"+chartRelease+"-metrics-tls"]
+			if !tc.issued {
+				g.Expect(cert).To(BeNil())
+				return
+			}
+			g.Expect(cert).NotTo(BeNil())
+			dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+			g.Expect(dnsNames).To(ContainElement(chartRelease + "-metrics." + chartNS + ".svc"))
+			secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+			g.Expect(secretName).To(Equal(tc.secret))
+		})
+	}
+}
+
+// renderedObjects decodes every object of a rendered manifest, by kind/name.
+func renderedObjects(g Gomega, manifest string) map[string]*unstructured.Unstructured {
+	out := map[string]*unstructured.Unstructured{}
+	for _, doc := range strings.Split(manifest, "\n---") {
+		u := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
+		if len(u.Object) > 0 {
+			out[u.GetKind()+"/"+u.GetName()] = u
+		}
+	}
+	return out
 }
 
 // renderChart renders dist/chart with values, without a cluster, and returns
