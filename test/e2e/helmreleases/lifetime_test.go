@@ -71,7 +71,9 @@ func TestHelmRelease_KubeconfigRotation(t *testing.T) {
 	}
 	t.Logf("After %d rotations: %d goroutines, %d watches, changed by resource: %v",
 		rotations, runtime.NumGoroutine(), openWatches(g), changed(byResource, watchesByResource(g)))
-	defer func() { t.Logf("At the end: watches changed by resource: %v", changed(byResource, watchesByResource(g))) }()
+	defer func() {
+		t.Logf("At the end: watches changed by resource: %v", changed(byResource, watchesByResource(g)))
+	}()
 	g.Eventually(runtime.NumGoroutine).WithTimeout(timeout).WithPolling(time.Second).
 		Should(BeNumerically("<=", goroutines+goroutineTolerance), "the operator's goroutines come back to the baseline")
 	g.Eventually(func() int { return openWatches(g) }).WithTimeout(timeout).WithPolling(time.Second).
