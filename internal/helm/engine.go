@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -146,7 +147,15 @@ func (e *Engine) Uninstall(ctx context.Context, target Target, spec *kraanv1.Hel
 	if err != nil {
 		return err
 	}
-	if _, err := newUninstall(cfg, spec).Run(target.ReleaseName); err != nil {
+	uninstall := newUninstall(cfg, spec)
+	// Helm's IgnoreNotFound also swallows a history it could not read
+	// (forbidden, unreachable): the release would be reported uninstalled
+	// and its object let go with everything still installed.
+	uninstall.IgnoreNotFound = false
+	if _, err := uninstall.Run(target.ReleaseName); err != nil {
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			return nil
+		}
 		return fmt.Errorf("uninstalling release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
 	}
 	return nil

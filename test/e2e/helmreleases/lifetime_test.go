@@ -322,3 +322,36 @@ func skipped(t *testing.T, ns, name, why string) {
 		g.Expect(messages).To(ContainElement(And(ContainSubstring("without uninstalling release "+ns+"/"+name), ContainSubstring(why))))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
+
+// TestHelmRelease_DeletionRefusedIsRetried: a release whose ServiceAccount
+// exists but may no longer read the release's records (its RoleBinding is
+// gone) is not reported uninstalled: the HelmRelease stays, Ready names
+// what was refused, and once the rights are back the release is uninstalled
+// and the object goes away.
+func TestHelmRelease_DeletionRefusedIsRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	sa, binding := newTenant(t, ns)
+	newRelease(t, ns, "refused", "small", func(hr *kraanv1.HelmRelease) { hr.Spec.ServiceAccountName = sa.Name })
+	readyAt(t, ns, "refused")
+
+	g.Expect(k8s.Delete(ctx, binding)).To(Succeed())
+	deleteRelease(t, ns, "refused")
+	g.Eventually(func(g Gomega) {
+		ready := condition(get(g, ns, "refused"), kraanv1.ReadyCondition)
+		g.Expect(ready.Reason).To(Equal(kraanv1.ReasonUninstallFailed))
+		g.Expect(ready.Message).To(And(ContainSubstring("system:serviceaccount:"+ns+":"+sa.Name), ContainSubstring("cannot")))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		get(g, ns, "refused")
+		g.Expect(configMapData(g, ns, "refused")).To(HaveKey("message"))
+	}).WithTimeout(3*time.Second).WithPolling(interval).Should(Succeed(), "not let go, nothing uninstalled")
+
+	binding.ResourceVersion = ""
+	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
+	gone(t, ns, "refused")
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "refused"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "uninstalled: %v", err)
+}
