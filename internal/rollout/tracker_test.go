@@ -227,7 +227,7 @@ func TestTracker_Close_StopsTheInformers(t *testing.T) {
 	}()
 	g.Eventually(closing.Informers).WithTimeout(10 * time.Second).Should(Equal(1))
 	closing.Close()
-	g.Consistently(done).WithTimeout(500 * time.Millisecond).ShouldNot(Receive(), "the wait goes on")
+	g.Consistently(done).WithTimeout(500*time.Millisecond).ShouldNot(Receive(), "the wait goes on")
 	g.Expect(closing.Informers()).To(Equal(1), "its informer runs while it waits")
 	rollOut(g, pending)
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -59,7 +60,8 @@ func TestHelmRelease_KubeconfigRotation(t *testing.T) {
 	readyAt(t, ns, "rotated")
 	// The install's rollout informers stop 10 s after its wait: the baseline
 	// is taken once the count has settled.
-	goroutines, watches := settled(t, runtime.NumGoroutine), settled(t, func() int { return openWatches(g) })
+	goroutines := settled(t, runtime.NumGoroutine)
+	watches, byResource := steadyWatches(t)
 	t.Logf("Baseline: %d goroutines, %d watches", goroutines, watches)
 
 	for i := 1; i <= rotations; i++ {
@@ -67,7 +69,11 @@ func TestHelmRelease_KubeconfigRotation(t *testing.T) {
 		g.Expect(k8s.Update(ctx, secret)).To(Succeed())
 		handledRequest(t, ns, "rotated", fmt.Sprint("rotation-", i))
 	}
-	t.Logf("After %d rotations: %d goroutines, %d watches", rotations, runtime.NumGoroutine(), openWatches(g))
+	t.Logf("After %d rotations: %d goroutines, %d watches, changed by resource: %v",
+		rotations, runtime.NumGoroutine(), openWatches(g), changed(byResource, watchesByResource(g)))
+	defer func() {
+		t.Logf("At the end: watches changed by resource: %v", changed(byResource, watchesByResource(g)))
+	}()
 	g.Eventually(runtime.NumGoroutine).WithTimeout(timeout).WithPolling(time.Second).
 		Should(BeNumerically("<=", goroutines+goroutineTolerance), "the operator's goroutines come back to the baseline")
 	g.Eventually(func() int { return openWatches(g) }).WithTimeout(timeout).WithPolling(time.Second).
@@ -87,6 +93,29 @@ func settled(t *testing.T, count func() int) int {
 		return time.Since(since) > 12*time.Second
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(BeTrue())
 	return last
+}
+
+// steadyWatches is the most watches the API server served over 5 s, and
+// by resource then: the plane's components end and open watches again now
+// and then, so one sample may catch a few of them between two.
+func steadyWatches(t *testing.T) (int, map[string]int) {
+	t.Helper()
+	most, byResource, start := 0, map[string]int{}, time.Now()
+	NewWithT(t).Eventually(func(g Gomega) bool {
+		if now := watchesByResource(g); sum(now) > most {
+			most, byResource = sum(now), now
+		}
+		return time.Since(start) > 5*time.Second
+	}).WithTimeout(timeout).WithPolling(500 * time.Millisecond).Should(BeTrue())
+	return most, byResource
+}
+
+func sum(counts map[string]int) int {
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return total
 }
 
 // handledRequest asks for a reconcile with token and waits until the
@@ -124,11 +153,18 @@ func rotatedKubeconfig(t *testing.T, cfg *rest.Config, n int) []byte {
 // openWatches is how many watches the API server serves now
 // (apiserver_longrunning_requests of verb WATCH).
 func openWatches(g Gomega) int {
+	return sum(watchesByResource(g))
+}
+
+// watchesByResource is how many watches the API server serves now, by
+// resource.
+func watchesByResource(g Gomega) map[string]int {
 	cs, err := kubernetes.NewForConfig(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
-	total := 0.0
+	out := map[string]int{}
+	resource := regexp.MustCompile(`resource="([^"]*)"`)
 	for _, line := range strings.Split(string(raw), "\n") {
 		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") || !strings.Contains(line, `verb="WATCH"`) {
 			continue
@@ -136,9 +172,29 @@ func openWatches(g Gomega) int {
 		fields := strings.Fields(line)
 		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
 		g.Expect(err).NotTo(HaveOccurred(), line)
-		total += v
+		name := ""
+		if m := resource.FindStringSubmatch(line); m != nil {
+			name = m[1]
+		}
+		out[name] += int(v)
 	}
-	return int(total)
+	return out
+}
+
+// changed lists the resources whose count differs between before and after.
+func changed(before, after map[string]int) map[string]string {
+	out := map[string]string{}
+	for r, n := range after {
+		if before[r] != n {
+			out[r] = fmt.Sprintf("%d -> %d", before[r], n)
+		}
+	}
+	for r, n := range before {
+		if _, ok := after[r]; !ok {
+			out[r] = fmt.Sprintf("%d -> 0", n)
+		}
+	}
+	return out
 }
 
 // TestHelmRelease_DeletedWithoutItsKubeconfigSecret: a release of a remote
@@ -265,4 +321,37 @@ func skipped(t *testing.T, ns, name, why string) {
 		}
 		g.Expect(messages).To(ContainElement(And(ContainSubstring("without uninstalling release "+ns+"/"+name), ContainSubstring(why))))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+// TestHelmRelease_DeletionRefusedIsRetried: a release whose ServiceAccount
+// exists but may no longer read the release's records (its RoleBinding is
+// gone) is not reported uninstalled: the HelmRelease stays, Ready names
+// what was refused, and once the rights are back the release is uninstalled
+// and the object goes away.
+func TestHelmRelease_DeletionRefusedIsRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	sa, binding := newTenant(t, ns)
+	newRelease(t, ns, "refused", "small", func(hr *kraanv1.HelmRelease) { hr.Spec.ServiceAccountName = sa.Name })
+	readyAt(t, ns, "refused")
+
+	g.Expect(k8s.Delete(ctx, binding)).To(Succeed())
+	deleteRelease(t, ns, "refused")
+	g.Eventually(func(g Gomega) {
+		ready := condition(get(g, ns, "refused"), kraanv1.ReadyCondition)
+		g.Expect(ready.Reason).To(Equal(kraanv1.ReasonUninstallFailed))
+		g.Expect(ready.Message).To(And(ContainSubstring("system:serviceaccount:"+ns+":"+sa.Name), ContainSubstring("cannot")))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		get(g, ns, "refused")
+		g.Expect(configMapData(g, ns, "refused")).To(HaveKey("message"))
+	}).WithTimeout(3*time.Second).WithPolling(interval).Should(Succeed(), "not let go, nothing uninstalled")
+
+	binding.ResourceVersion = ""
+	g.Expect(k8s.Create(ctx, binding)).To(Succeed())
+	gone(t, ns, "refused")
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "refused"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "uninstalled: %v", err)
 }
