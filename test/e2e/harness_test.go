@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -220,6 +221,34 @@ func startSourceController(t *testing.T, bin, kubeconfig, storage string) {
 	})
 }
 
+// operatorLog is where the in-process operators log: the test running now's
+// operator.log. controller-runtime's logger is set once per process, so a
+// second SetLogger would leave every later test writing to the first test's
+// (closed) file.
+var operatorLog = &switchingWriter{w: io.Discard}
+
+func init() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(operatorLog), zap.UseDevMode(true)))
+}
+
+// switchingWriter writes to the writer it was last switched to.
+type switchingWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchingWriter) switchTo(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
+}
+
+func (s *switchingWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
 // startOperator runs the AddonsLayer controller in-process.
 func (h *harness) startOperator(cfg *rest.Config, dir string) {
 	g := NewWithT(h.t)
@@ -237,7 +266,8 @@ func (h *harness) startOperator(cfg *rest.Config, dir string) {
 			}
 		}
 	})
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
+	operatorLog.switchTo(logFile)
+	h.t.Cleanup(func() { operatorLog.switchTo(io.Discard) })
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: testenv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache:      operator.CacheOptions(nil), // as the binary caches

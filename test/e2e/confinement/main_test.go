@@ -96,6 +96,7 @@ func startOperator(s *suite.Suite) error {
 	if err := operator.SetupAll(mgr, operator.Options{
 		ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4},
 		Watches:           kinds, ChartArtifactsDir: artifacts,
+		RecordKey: testenv.RecordKey,
 	}); err != nil {
 		return err
 	}
