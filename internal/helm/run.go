@@ -74,6 +74,24 @@ type Result struct {
 	Latest   *release.Release
 }
 
+// observeRelease reads the release from storage (unless known), refuses a
+// tampered record and adopts a foreign one. When storage cannot be read it
+// returns obs as it was.
+func (e *Engine) observeRelease(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, known bool) (Observation, error) {
+	observed, err := observation(cfg, req, obs, known)
+	if err != nil {
+		return obs, err
+	}
+	// A tampered record is never acted on: not upgraded from, rolled back
+	// to, unlocked or tested.
+	if err := checkTampered(req.Target.StorageNamespace, observed.Latest, observed.PreviousDeployed); err != nil {
+		return observed, err
+	}
+	// A revision Flux or the helm CLI made carries none of the engine's
+	// labels; adopted, it matches without a new revision.
+	return observed, e.adopt(ctx, cfg, req, observed.Latest)
+}
+
 // Run observes the release and takes actions until it is in sync, stalled,
 // an action failed without changing storage, or maxSteps actions were taken.
 func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
@@ -93,22 +111,12 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 		uncacheCapabilitiesForCRDs(cfg, req)
-		if obs, err = observation(cfg, req, obs, known); err != nil {
+		obs, err = e.observeRelease(ctx, cfg, req, obs, known)
+		res.Latest = obs.Latest
+		if err != nil {
 			return res, err
 		}
 		known = false
-		// A tampered record is never acted on: not upgraded from, rolled
-		// back to, unlocked or tested.
-		if err := checkTampered(req.Target.StorageNamespace, obs.Latest, obs.PreviousDeployed); err != nil {
-			res.Latest = obs.Latest
-			return res, err
-		}
-		// A revision Flux or the helm CLI made carries none of the engine's
-		// labels; adopted, it matches without a new revision.
-		if err := e.adopt(ctx, cfg, req, obs.Latest); err != nil {
-			return res, err
-		}
-		res.Latest = obs.Latest
 		res.Next = Plan(obs, req.Desired.Matches, policy, res.Failures)
 		if force && res.Next == ActionNone {
 			res.Next = ActionUpgrade
@@ -236,23 +244,9 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	var err error
 	switch next {
 	case ActionInstall:
-		if obs.Latest == nil {
-			// Only the install's own check: what comes after reads storage.
-			stored := cfg.Releases.Driver
-			cfg.Releases.Driver = noHistory{stored}
-			defer func() { cfg.Releases.Driver = stored }()
-		}
-		install := newInstall(cfg, req.Target, req.Spec, labels)
-		install.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
-		if err = e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err == nil {
-			installed, err = install.RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
-		}
+		installed, err = e.install(ctx, cfg, req, obs, labels)
 	case ActionUpgrade:
-		upgrade := newUpgrade(cfg, req.Target, req.Spec, labels)
-		upgrade.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
-		if err = e.applyCRDs(ctx, req.Target, req.Desired.Chart, upgradeCRDsPolicy(req.Spec)); err == nil {
-			_, err = upgrade.RunWithContext(ctx, req.Target.ReleaseName, req.Desired.Chart, req.Desired.Values)
-		}
+		err = e.upgrade(ctx, cfg, req, labels)
 	case ActionTest:
 		if err = refuseUnverified(obs.Latest, "testing"); err == nil {
 			err = runTests(cfg, req)
@@ -277,6 +271,33 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 		installed = nil
 	}
 	return Step{Action: next, Err: err, Duration: time.Since(start), Detail: detail}, installed
+}
+
+// install applies the chart's CRDs as the spec says, then installs.
+func (e *Engine) install(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, labels map[string]string) (*release.Release, error) {
+	if obs.Latest == nil {
+		// Only the install's own check: what comes after reads storage.
+		stored := cfg.Releases.Driver
+		cfg.Releases.Driver = noHistory{stored}
+		defer func() { cfg.Releases.Driver = stored }()
+	}
+	install := newInstall(cfg, req.Target, req.Spec, labels)
+	install.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
+	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err != nil {
+		return nil, err
+	}
+	return install.RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
+}
+
+// upgrade applies the chart's CRDs as the spec says, then upgrades.
+func (e *Engine) upgrade(ctx context.Context, cfg *action.Configuration, req Request, labels map[string]string) error {
+	upgrade := newUpgrade(cfg, req.Target, req.Spec, labels)
+	upgrade.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
+	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, upgradeCRDsPolicy(req.Spec)); err != nil {
+		return err
+	}
+	_, err := upgrade.RunWithContext(ctx, req.Target.ReleaseName, req.Desired.Chart, req.Desired.Values)
+	return err
 }
 
 // noHistory answers Helm's install-time query of a release's history

@@ -90,18 +90,7 @@ func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Resu
 	// Errors and Helm's messages may quote values from Secrets: mask them
 	// before anything is written, recorded or logged.
 	err = sc.redactor.Error(err)
-	if !sc.suspended {
-		setOutcomeConditions(sc, res, err)
-	}
-	if kit.ReasonOf(err, "") == kraanv1.ReasonReleaseRecordTampered {
-		// The message names the record's Secret, never its content.
-		r.Events.Warning(hr, kraanv1.ReasonReleaseRecordTampered, err.Error())
-	}
-	for i := range hr.Status.Conditions {
-		hr.Status.Conditions[i].Message = sc.redactor.String(hr.Status.Conditions[i].Message)
-	}
-	summarize(hr)
-	r.Metrics.setReady(hr.Namespace, hr.Name, isReady(hr))
+	r.recordOutcome(sc, res, err)
 	patchErr := sc.patcher.Patch(ctx, hr)
 	r.runs.wrote(hr)
 	if sc.starting != nil && err == nil {
@@ -121,6 +110,24 @@ func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Resu
 		return res, nil
 	}
 	return ctrl.Result{RequeueAfter: requeueInterval(hr)}, nil
+}
+
+// recordOutcome sets the conditions from how the steps ended, masked, and
+// Ready from them; a tampered release record is also a Warning event.
+func (r *Reconciler) recordOutcome(sc *releaseScope, res ctrl.Result, err error) {
+	hr := sc.hr
+	if !sc.suspended {
+		setOutcomeConditions(sc, res, err)
+	}
+	if kit.ReasonOf(err, "") == kraanv1.ReasonReleaseRecordTampered {
+		// The message names the record's Secret, never its content.
+		r.Events.Warning(hr, kraanv1.ReasonReleaseRecordTampered, err.Error())
+	}
+	for i := range hr.Status.Conditions {
+		hr.Status.Conditions[i].Message = sc.redactor.String(hr.Status.Conditions[i].Message)
+	}
+	summarize(hr)
+	r.Metrics.setReady(hr.Namespace, hr.Name, isReady(hr))
 }
 
 // requeueInterval is spec.interval, or the chart's own spec.chart.spec.interval

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -25,12 +25,12 @@ import (
 // record keeps the labels it had, its signature included.
 func EditRecord(t testing.TB, cfg *rest.Config, namespace, name string, change func(*release.Release)) {
 	t.Helper()
-	g := NewWithT(t)
+	g := gomega.NewWithT(t)
 	records := recordStorage(t, cfg, namespace)
 	rel, err := records.Last(name)
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	change(rel)
-	g.Expect(records.Update(rel)).To(Succeed())
+	g.Expect(records.Update(rel)).To(gomega.Succeed())
 }
 
 // ResignRecord edits the newest record as EditRecord does, then signs it
@@ -40,13 +40,13 @@ func ResignRecord(t testing.TB, cfg *rest.Config, key []byte, namespace, name st
 	t.Helper()
 	EditRecord(t, cfg, namespace, name, func(rel *release.Release) {
 		change(rel)
-		NewWithT(t).Expect(helm.SignRecord(key, namespace, rel)).To(Succeed())
+		gomega.NewWithT(t).Expect(helm.SignRecord(key, namespace, rel)).To(gomega.Succeed())
 	})
 }
 
 func recordStorage(t testing.TB, cfg *rest.Config, namespace string) *storage.Storage {
 	cs, err := kubernetes.NewForConfig(cfg)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	gomega.NewWithT(t).Expect(err).NotTo(gomega.HaveOccurred())
 	return storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(namespace)))
 }
 
@@ -86,29 +86,29 @@ subjects:
 func NewForeignObject(t testing.TB, c client.Client, name string) string {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name}, Data: map[string]string{"a": "b"}}
-	NewWithT(t).Expect(c.Create(context.Background(), cm)).To(Succeed())
+	gomega.NewWithT(t).Expect(c.Create(context.Background(), cm)).To(gomega.Succeed())
 	t.Cleanup(func() { _ = c.Delete(context.Background(), cm) })
 	return string(cm.UID)
 }
 
 // ForeignObjectUID is the UID of the kube-system ConfigMap name, or "" when
 // it is gone.
-func ForeignObjectUID(g Gomega, c client.Client, name string) string {
+func ForeignObjectUID(g gomega.Gomega, c client.Client, name string) string {
 	cm := &corev1.ConfigMap{}
 	err := c.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: name}, cm)
 	if apierrors.IsNotFound(err) {
 		return ""
 	}
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	return string(cm.UID)
 }
 
 // ClusterRoleBindingExists says whether the ClusterRoleBinding name exists.
-func ClusterRoleBindingExists(g Gomega, c client.Client, name string) bool {
+func ClusterRoleBindingExists(g gomega.Gomega, c client.Client, name string) bool {
 	err := c.Get(context.Background(), client.ObjectKey{Name: name}, &rbacv1.ClusterRoleBinding{})
 	if apierrors.IsNotFound(err) {
 		return false
 	}
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	return true
 }
