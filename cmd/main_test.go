@@ -65,6 +65,29 @@ func TestParseOptions_ChartFetchCaps(t *testing.T) {
 	}))
 }
 
+// TestParseOptions_RecordKeySecret: the record key lives in the namespace
+// the flag names, else the leader election one, else the pod's, else (a run
+// outside a cluster, as `make run` and the benchmarks do) default.
+func TestParseOptions_RecordKeySecret(t *testing.T) {
+	t.Setenv("RUNTIME_NAMESPACE", "")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "default/kraan-release-record-key"},
+		{[]string{"--leader-election-namespace=ops"}, "ops/kraan-release-record-key"},
+		{[]string{"--leader-election-namespace=ops", "--release-record-key-namespace=keys", "--release-record-key-secret=k"}, "keys/k"},
+	} {
+		g := NewWithT(t)
+		opts, err := parseOptions(tt.args, io.Discard)
+		g.Expect(err).NotTo(HaveOccurred())
+		if _, err := os.Stat(inClusterNamespaceFile); err == nil && tt.args == nil {
+			continue // in a pod the pod's namespace comes before default
+		}
+		g.Expect(opts.recordKeySecret().String()).To(Equal(tt.want), "%v", tt.args)
+	}
+}
+
 func TestRun_BadFlags_ExitWithUsageError(t *testing.T) {
 	for _, args := range [][]string{
 		{"--log-format=xml"}, {"--log-level=trace"}, {"--concurrent=0"}, {"--v=4"},

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -280,8 +281,8 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 
 // recordKeySecret is the Secret holding the release record key: in
 // --release-record-key-namespace, else the leader election namespace, else
-// the pod's own namespace. Empty when none is known; the operator then
-// refuses to start.
+// the pod's own namespace, else (a run outside the cluster: `make run`, the
+// benchmarks) "default".
 func (o *options) recordKeySecret() types.NamespacedName {
 	ns := o.recordKeyNamespace
 	if ns == "" {
@@ -291,6 +292,9 @@ func (o *options) recordKeySecret() types.NamespacedName {
 		if data, err := os.ReadFile(inClusterNamespaceFile); err == nil {
 			ns = strings.TrimSpace(string(data))
 		}
+	}
+	if ns == "" {
+		ns = metav1.NamespaceDefault
 	}
 	return types.NamespacedName{Namespace: ns, Name: o.recordKeySecretName}
 }
