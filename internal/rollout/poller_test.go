@@ -114,6 +114,7 @@ func TestPoller_WaitsForADeploymentToBeAvailable(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	own := rollout.NewTracker(dynamic.NewForConfigOrDie(admin))
+	t.Cleanup(own.Close)
 	d := newDeployment(t, ns, "web", helmLabels)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: helmLabels}}
 	g.Expect(k8s.Create(context.Background(), secret)).To(Succeed())
@@ -166,7 +167,7 @@ func TestPoller_ACustomResourceWithConditions(t *testing.T) {
 	widgets := newCustomKind(t, true)
 	w := newWidget(t, widgets, ns, "conditioned", nil)
 	setWidgetStatus(g, w, readyCondition("False"))
-	done := waitAsync([]rollout.Object{w}, time.Minute, poller)
+	done := waitAsync([]rollout.Object{w}, poller)
 
 	g.Consistently(done).WithTimeout(time.Second).ShouldNot(Receive(), "Ready is False")
 	setWidgetStatus(g, w, readyCondition("True"))
@@ -187,7 +188,7 @@ func TestPoller_ACurrentExpressionJudgesACustomField(t *testing.T) {
 		APIVersion: widgets.apiVersion(), Kind: widgets.kind,
 		Current: "status.phase == 'Running' && status.replicas == spec.scale.replicas",
 	}}
-	done := waitAsync([]rollout.Object{w}, time.Minute, opts)
+	done := waitAsync([]rollout.Object{w}, opts)
 
 	g.Consistently(done).WithTimeout(time.Second).ShouldNot(Receive(), "still scaling")
 	setWidgetStatus(g, w, map[string]any{"phase": "Running", "replicas": int64(3)})
@@ -206,7 +207,7 @@ func TestPoller_AFailedExpressionFailsFast(t *testing.T) {
 		APIVersion: widgets.apiVersion(), Kind: widgets.kind,
 		Current: "status.phase == 'Running'", Failed: "status.phase == 'Crashed'",
 	}}
-	done := waitAsync([]rollout.Object{w}, time.Minute, opts)
+	done := waitAsync([]rollout.Object{w}, opts)
 
 	g.Consistently(done).WithTimeout(time.Second).ShouldNot(Receive(), "no status yet: waited for")
 	setWidgetStatus(g, w, map[string]any{"phase": "Crashed"})
@@ -229,6 +230,7 @@ func TestPoller_ExpressionsThatCannotJudge(t *testing.T) {
 	}
 	setWidgetStatus(g, w, map[string]any{"items": items})
 	own := rollout.NewTracker(dynamic.NewForConfigOrDie(admin))
+	t.Cleanup(own.Close)
 
 	bad := poller
 	bad.HealthCheckExprs = []rollout.HealthCheckExpr{{APIVersion: widgets.apiVersion(), Kind: widgets.kind, Current: "status.phase =="}}
@@ -292,7 +294,7 @@ func TestPoller_WithJobsAJobIsReadyWhenComplete(t *testing.T) {
 	obj := rollout.Object{Resource: batchv1.SchemeGroupVersion.WithResource("jobs"), Kind: "Job", Namespace: ns, Name: "migrate"}
 	withJobs := poller
 	withJobs.FailFast = true
-	done := waitAsync([]rollout.Object{obj}, time.Minute, withJobs)
+	done := waitAsync([]rollout.Object{obj}, withJobs)
 
 	g.Consistently(done).WithTimeout(time.Second).ShouldNot(Receive(), "running, not complete")
 	finished := metav1.Now()
@@ -303,4 +305,3 @@ func TestPoller_WithJobsAJobIsReadyWhenComplete(t *testing.T) {
 	g.Expect(k8s.Status().Update(context.Background(), job)).To(Succeed())
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 }
-

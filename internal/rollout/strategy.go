@@ -33,6 +33,8 @@ func (s Strategy) poller() bool { return s == StrategyPoller }
 
 var jobKind = schema.GroupKind{Group: "batch", Kind: "Job"}
 
+const rbacGroup = "rbac.authorization.k8s.io"
+
 // completedJob judges a Job as Helm 4's WaitWithJobs does: ready only once
 // Complete (kstatus says Current as soon as it started), Failed when it ran
 // out of retries.
@@ -48,7 +50,7 @@ func completedJob(u *unstructured.Unstructured) (kstatus.Status, string) {
 			return kstatus.CurrentStatus, "Job completed"
 		case "Failed":
 			failed, _, _ := unstructured.NestedInt64(u.Object, "status", "failed")
-			return kstatus.FailedStatus, fmt.Sprintf("Job failed: %d failed pods: %v", failed, cond["message"])
+			return kstatus.FailedStatus, fmt.Sprintf("Job failed (%v), %d failed pods", cond["reason"], failed)
 		}
 	}
 	return kstatus.InProgressStatus, "Job not complete"
@@ -60,17 +62,17 @@ func completedJob(u *unstructured.Unstructured) (kstatus.Status, string) {
 // and a cluster-wide watch of every Helm Secret (its data in memory) or Role
 // would be paid for nothing.
 var statusless = map[schema.GroupKind]bool{
-	{Kind: "ConfigMap"}:      true,
-	{Kind: "Secret"}:         true,
-	{Kind: "ServiceAccount"}: true,
-	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:                           true,
-	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:                    true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:                    true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:             true,
-	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:                          true,
-	{Group: "networking.k8s.io", Kind: "IngressClass"}:                           true,
-	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:                          true,
-	{Group: "storage.k8s.io", Kind: "StorageClass"}:                              true,
+	{Kind: "ConfigMap"}:                                                             true,
+	{Kind: "Secret"}:                                                                true,
+	{Kind: "ServiceAccount"}:                                                        true,
+	{Group: rbacGroup, Kind: "Role"}:                                                true,
+	{Group: rbacGroup, Kind: "RoleBinding"}:                                         true,
+	{Group: rbacGroup, Kind: "ClusterRole"}:                                         true,
+	{Group: rbacGroup, Kind: "ClusterRoleBinding"}:                                  true,
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:                             true,
+	{Group: "networking.k8s.io", Kind: "IngressClass"}:                              true,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:                             true,
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:                                 true,
 	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
 	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true,
 }

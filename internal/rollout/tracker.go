@@ -1,8 +1,9 @@
 // Package rollout waits for objects to become ready the way a controller
-// does: from watch events, judged by kstatus, with one shared informer per
-// kind however many waits are in flight. It replaces Helm's wait, which polls
-// every object of a release every 2 seconds from the goroutine that runs the
-// action.
+// does: from watch events, judged by kstatus (or by a tenant's CEL health
+// check expressions under the poller strategy), with one shared informer per
+// kind however many waits are in flight. It replaces Helm's waits, legacy
+// and poller, which poll or watch every object of a release from the
+// goroutine that runs the action.
 package rollout
 
 import (
@@ -225,9 +226,11 @@ func describe(todo []*pending) []string {
 	return out
 }
 
-// pendingOf are the objects a wait must watch: under the poller, those of
-// statusless kinds are left out (ready once applied) unless an expression
-// judges them, and the others get their kind's expression.
+// pendingOf are the objects a wait must watch: those of statusless kinds
+// are left out (ready once applied; only the poller's caller hands them)
+// unless an expression judges them, and under the poller the others get
+// their kind's expression. Expressions that do not compile are refused here,
+// before anything is watched, even with no object to judge.
 func (t *Tracker) pendingOf(objs []Object, now time.Time, opts Options) ([]*pending, error) {
 	var checks healthChecks
 	if opts.Strategy.poller() {
