@@ -1,8 +1,9 @@
 // Package rollout waits for objects to become ready the way a controller
-// does: from watch events, judged by kstatus, with one shared informer per
-// kind however many waits are in flight. It replaces Helm's wait, which polls
-// every object of a release every 2 seconds from the goroutine that runs the
-// action.
+// does: from watch events, judged by kstatus (or by a tenant's CEL health
+// check expressions under the poller strategy), with one shared informer per
+// kind however many waits are in flight. It replaces Helm's waits, legacy
+// and poller, which poll or watch every object of a release from the
+// goroutine that runs the action.
 package rollout
 
 import (
@@ -53,12 +54,27 @@ func (o Object) key() string {
 
 func (o Object) String() string { return o.Kind + " " + o.key() }
 
+func (o Object) groupKind() schema.GroupKind {
+	return schema.GroupKind{Group: o.Resource.Group, Kind: o.Kind}
+}
+
 // Options change how a wait judges objects.
 type Options struct {
-	// FailFast ends the wait with an error as soon as an object is Failed
-	// (a Job out of retries), as Helm's wait for jobs does; otherwise only
-	// the timeout ends a wait that is not ready.
+	// FailFast is Helm's wait with jobs. Under StrategyLegacy it ends the
+	// wait with an error as soon as an object is Failed (a Job out of
+	// retries); otherwise only the timeout ends a wait that is not ready.
+	// Under StrategyPoller a Failed object always ends the wait, and
+	// FailFast makes a Job ready only once Complete, as Helm 4's
+	// WaitWithJobs (kstatus says Current once it started).
 	FailFast bool
+	// Strategy is which objects the caller hands and how they are judged;
+	// the zero value is StrategyLegacy.
+	Strategy Strategy
+	// HealthCheckExprs judge the objects of their kinds instead of kstatus,
+	// under StrategyPoller only (as Flux, which evaluates them only with
+	// the poller); ignored under StrategyLegacy. An expression that does
+	// not compile fails the wait at once with a *HealthCheckError.
+	HealthCheckExprs []HealthCheckExpr
 }
 
 // pollInterval is how often an object the informers cannot see (its
@@ -90,10 +106,14 @@ type Tracker struct {
 }
 
 // informerKey names an informer: a resource, cluster-wide ("") or in one
-// namespace.
+// namespace, its objects slimmed or whole.
 type informerKey struct {
 	resource  schema.GroupVersionResource
 	namespace string
+	// whole keeps the objects as they are, but for their managed fields:
+	// a health check expression may read any field. Only the kinds that
+	// tenants judge with expressions pay for it.
+	whole bool
 }
 
 // kind is the informer of one resource and the waits that listen to it.
@@ -135,26 +155,27 @@ type pending struct {
 	since time.Time
 	// informer is the informer listing it.
 	informer *kind
-	why      string
+	// check judges it instead of kstatus: a health check expression of
+	// its kind, under the poller.
+	check *healthCheck
+	why   string
 }
 
-// Wait blocks until every object is ready by kstatus (Current), timeout has
-// passed (an error naming each object not ready and why), or ctx ends.
+// Wait blocks until every object is ready by kstatus (Current) or by its
+// health check expression, timeout has passed (an error naming each object
+// not ready and why), or ctx ends. See Options for what ends it sooner.
 func (t *Tracker) Wait(ctx context.Context, objs []Object, timeout time.Duration, opts Options) error {
-	if len(objs) == 0 {
-		return nil
-	}
 	now := time.Now()
-	todo := make([]*pending, 0, len(objs))
-	for _, o := range objs {
-		todo = append(todo, &pending{Object: o, since: now})
+	todo, err := t.pendingOf(objs, now, opts)
+	if err != nil || len(todo) == 0 {
+		return err
 	}
 	all := append([]*pending(nil), todo...)
 	w := &waiter{wake: make(chan struct{}, 1)}
 	// The informers' first sync counts against the timeout: an informer
 	// that cannot sync fails the wait at its deadline, not never.
 	syncCtx, cancel := context.WithTimeout(ctx, max(timeout, time.Second))
-	err := t.listen(syncCtx, w, all)
+	err = t.listen(syncCtx, w, all)
 	cancel()
 	defer t.unlisten(w, all)
 	if err != nil {
@@ -205,8 +226,34 @@ func describe(todo []*pending) []string {
 	return out
 }
 
+// pendingOf are the objects a wait must watch: those of statusless kinds
+// are left out (ready once applied; only the poller's caller hands them)
+// unless an expression judges them, and under the poller the others get
+// their kind's expression. Expressions that do not compile are refused here,
+// before anything is watched, even with no object to judge.
+func (t *Tracker) pendingOf(objs []Object, now time.Time, opts Options) ([]*pending, error) {
+	var checks healthChecks
+	if opts.Strategy.poller() {
+		var err error
+		if checks, err = compileHealthChecks(opts.HealthCheckExprs); err != nil {
+			return nil, err
+		}
+	}
+	todo := make([]*pending, 0, len(objs))
+	for _, o := range objs {
+		gk := o.groupKind()
+		check := checks.of(gk)
+		if check == nil && statusless[gk] {
+			continue
+		}
+		todo = append(todo, &pending{Object: o, since: now, check: check})
+	}
+	return todo, nil
+}
+
 // judge returns the objects still not ready; an error for a failed object
-// when opts.FailFast.
+// when opts.FailFast or under the poller, or for an expression that cannot
+// judge.
 func (t *Tracker) judge(ctx context.Context, todo []*pending, opts Options) ([]*pending, error) {
 	left := todo[:0]
 	for _, p := range todo {
@@ -223,22 +270,43 @@ func (t *Tracker) judge(ctx context.Context, todo []*pending, opts Options) ([]*
 			left = append(left, p)
 			continue
 		}
-		res, err := kstatus.Compute(u)
-		if err != nil {
+		status, message, err := p.status(ctx, u, opts)
+		var unjudgeable *HealthCheckError
+		switch {
+		case errors.As(err, &unjudgeable):
+			return nil, err
+		case err != nil:
 			p.why = err.Error()
 			left = append(left, p)
 			continue
 		}
 		switch {
-		case res.Status == kstatus.CurrentStatus:
+		case status == kstatus.CurrentStatus:
 			continue
-		case res.Status == kstatus.FailedStatus && opts.FailFast:
-			return nil, fmt.Errorf("%s failed: %s", p.Object, res.Message)
+		case status == kstatus.FailedStatus && (opts.FailFast || opts.Strategy.poller()):
+			return nil, fmt.Errorf("%s failed: %s", p.Object, message)
 		}
-		p.why = strings.TrimSpace(res.Status.String() + ": " + res.Message)
+		p.why = strings.TrimSpace(status.String() + ": " + message)
 		left = append(left, p)
 	}
 	return left, nil
+}
+
+// status judges u: by its health check expression, by Helm 4's rule for
+// Jobs in a poller's wait with jobs, or by kstatus.
+func (p *pending) status(ctx context.Context, u *unstructured.Unstructured, opts Options) (kstatus.Status, string, error) {
+	switch {
+	case p.check != nil:
+		return p.check.judge(ctx, u, p.String())
+	case opts.Strategy.poller() && opts.FailFast && p.groupKind() == jobKind:
+		status, message := completedJob(u)
+		return status, message, nil
+	}
+	res, err := kstatus.Compute(u)
+	if err != nil {
+		return "", "", err
+	}
+	return res.Status, res.Message, nil
 }
 
 // current is the object as the informer has it, or as read directly when
@@ -282,6 +350,7 @@ func (t *Tracker) listen(ctx context.Context, w *waiter, todo []*pending) error 
 	keys := make([]informerKey, len(todo))
 	for i, p := range todo {
 		keys[i] = t.keyOf(ctx, p.Object)
+		keys[i].whole = p.check != nil
 	}
 	used := map[*kind]bool{}
 	t.mu.Lock()
@@ -415,7 +484,11 @@ func (t *Tracker) stopLocked(k *kind) {
 func (t *Tracker) start(key informerKey) *kind {
 	informer := dynamicinformer.NewFilteredDynamicInformer(t.client, key.resource, key.namespace, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = ManagedByLabel + "=" + ManagedByHelm }).Informer()
-	_ = informer.SetTransform(slim)
+	if key.whole {
+		_ = informer.SetTransform(withoutManagedFields)
+	} else {
+		_ = informer.SetTransform(slim)
+	}
 	k := &kind{key: key, informer: informer, waiters: map[string]map[*waiter]struct{}{}}
 	notify := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -437,6 +510,15 @@ func (t *Tracker) start(key informerKey) *kind {
 	k.stop = cancel
 	go informer.RunWithContext(ctx)
 	return k
+}
+
+// withoutManagedFields drops an object's managed fields, often its bulk,
+// which no health check reads.
+func withoutManagedFields(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // slim keeps of an object what kstatus reads: its identity and generation,

@@ -91,10 +91,10 @@ func newNamespace(t *testing.T) string {
 	return ns
 }
 
-// waitAsync runs a Wait in the background; its error arrives on the channel.
-func waitAsync(objs []rollout.Object, timeout time.Duration, opts rollout.Options) <-chan error {
+// waitAsync runs a Wait of a minute in the background; its error arrives on the channel.
+func waitAsync(objs []rollout.Object, opts rollout.Options) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- tracker.Wait(context.Background(), objs, timeout, opts) }()
+	go func() { done <- tracker.Wait(context.Background(), objs, time.Minute, opts) }()
 	return done
 }
 
@@ -105,7 +105,7 @@ func TestWait_EndsWhenTheWatchSeesTheRollout(t *testing.T) {
 	ns := newNamespace(t)
 	a := newDeployment(t, ns, "a", helmLabels)
 	b := newDeployment(t, ns, "b", helmLabels)
-	done := waitAsync([]rollout.Object{objectOf(a), objectOf(b)}, time.Minute, rollout.Options{})
+	done := waitAsync([]rollout.Object{objectOf(a), objectOf(b)}, rollout.Options{})
 
 	rollOut(g, a)
 	g.Consistently(done).WithTimeout(time.Second).ShouldNot(Receive(), "ended with b not rolled out")
@@ -148,7 +148,7 @@ func TestWait_ReadsObjectsWithoutHelmsLabel(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	d := newDeployment(t, ns, "unlabelled", nil)
-	done := waitAsync([]rollout.Object{objectOf(d)}, time.Minute, rollout.Options{})
+	done := waitAsync([]rollout.Object{objectOf(d)}, rollout.Options{})
 	g.Consistently(done).WithTimeout(time.Second).ShouldNot(Receive())
 	rollOut(g, d)
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
@@ -167,7 +167,7 @@ func TestWait_FailFastOnAFailedJob(t *testing.T) {
 	}
 	g.Expect(k8s.Create(context.Background(), job)).To(Succeed())
 	obj := rollout.Object{Resource: batchv1.SchemeGroupVersion.WithResource("jobs"), Kind: "Job", Namespace: ns, Name: "migrate"}
-	done := waitAsync([]rollout.Object{obj}, time.Minute, rollout.Options{FailFast: true})
+	done := waitAsync([]rollout.Object{obj}, rollout.Options{FailFast: true})
 
 	now := metav1.Now()
 	job.Status = batchv1.JobStatus{Failed: 1, StartTime: &now, Conditions: []batchv1.JobCondition{
