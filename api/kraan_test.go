@@ -131,3 +131,21 @@ func decodeAll(t *testing.T, path string) []*unstructured.Unstructured {
 		}
 	}
 }
+
+// TestKraanEmptyFields_KeepTheirMeaning: what Kraan's controller writes for
+// fields a user left unset is stored so that it means what Kraan meant:
+// interval null gets the default, an empty source.kind and k8sVersion stay
+// empty (read as GitRepository and "no minimum").
+func TestKraanEmptyFields_KeepTheirMeaning(t *testing.T) {
+	g := NewWithT(t)
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	docs := decodeAll(t, filepath.Join(root, "api", "testdata", "kraan", "kraan-controller-update.yaml"))
+	g.Expect(docs).To(HaveLen(1))
+	obj := docs[0].DeepCopy()
+	g.Expect(env.Client.Create(context.Background(), obj, client.DryRunAll)).To(Succeed())
+	g.Expect(field(obj, "spec", "interval")).To(Equal("1m"))
+	g.Expect(field(obj, "spec", "timeout")).To(Equal("1m"))
+	g.Expect(field(obj, "spec", "source", "kind")).To(Equal(""))
+	g.Expect(field(obj, "spec", "prereqs", "k8sVersion")).To(Equal(""))
+}

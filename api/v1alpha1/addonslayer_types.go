@@ -194,6 +194,15 @@ type Resource struct {
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 }
 
+// WrittenByKraan reports whether Kraan's controller, not this operator, wrote
+// this inventory entry, before the operator took the layer over. Kraan names
+// the kind as resource.group ("helmreleases.helm.toolkit.fluxcd.io") and gives
+// no apiVersion; every entry the operator writes carries the object's
+// apiVersion. What such an entry names is Kraan's: a Flux HelmRelease Kraan
+// applied, with a controller ownerReference to the layer. The operator never
+// releases, prunes or reads it as part of the layer.
+func (r Resource) WrittenByKraan() bool { return r.APIVersion == "" }
+
 // AddonsLayer is an ordered, versioned layer of cluster add-ons read from a
 // directory of a Flux source artifact.
 //
