@@ -62,8 +62,15 @@ func TestInvalidObjects_AreRejectedNamingTheField(t *testing.T) {
 			[]string{"spec.prereqs.dependsOn[0]", "should match"}},
 		{"layer dependsOn with empty version", validLayer, []change{{"spec.prereqs.dependsOn", []any{"bootstrap@"}}},
 			[]string{"spec.prereqs.dependsOn[0]", "should match"}},
-		{"layer k8sVersion without v", validLayer, []change{{"spec.prereqs.k8sVersion", "1.30"}},
+		// `1.30` and `v1.30` are both accepted (Kraan's samples write
+		// "1.16"); a word is not a version with or without a v.
+		{"layer k8sVersion not a version", validLayer, []change{{"spec.prereqs.k8sVersion", "latest"}},
 			[]string{"spec.prereqs.k8sVersion", "should match"}},
+		{"layer k8sVersion with a v only", validLayer, []change{{"spec.prereqs.k8sVersion", "v"}},
+			[]string{"spec.prereqs.k8sVersion", "should match"}},
+		{"layer k8sVersion over 64 characters", validLayer,
+			[]change{{"spec.prereqs.k8sVersion", "v1.30.0-" + strings.Repeat("a", 57)}},
+			[]string{"spec.prereqs.k8sVersion", "64"}},
 		{"layer interval not a duration", validLayer, []change{{"spec.interval", "one minute"}},
 			[]string{"spec.interval", "should match"}},
 		{"layer timeout not a duration", validLayer, []change{{"spec.timeout", "30"}},

@@ -92,10 +92,12 @@ type AddonsLayerSpec struct {
 
 // SourceSpec names a Flux source and a directory inside its artifact.
 type SourceSpec struct {
-	// Kind of the Flux source.
+	// Kind of the Flux source. Empty means GitRepository: Kraan's controller
+	// writes `kind: ""` whenever it updates a layer that set none, so live
+	// Kraan layers carry it.
 	// +optional
 	// +kubebuilder:default=GitRepository
-	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket;gitrepositories.source.toolkit.fluxcd.io;ocirepositories.source.toolkit.fluxcd.io;buckets.source.toolkit.fluxcd.io
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket;gitrepositories.source.toolkit.fluxcd.io;ocirepositories.source.toolkit.fluxcd.io;buckets.source.toolkit.fluxcd.io;""
 	Kind string `json:"kind,omitempty"`
 
 	// Name of the Flux source.
@@ -119,8 +121,11 @@ type SourceSpec struct {
 // PrereqsSpec lists what must hold before a layer is applied.
 type PrereqsSpec struct {
 	// K8sVersion is the minimum Kubernetes API server version, e.g. `v1.30`.
+	// The leading `v` is optional: `1.30` and `v1.30` are the same version
+	// (Kraan's own samples write `"1.16"`). Empty means no minimum.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^v[0-9]+(\.[0-9]+){0,2}(-[0-9A-Za-z.-]+)?$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(v?[0-9]+(\.[0-9]+){0,2}(-[0-9A-Za-z.-]+)?)?$`
 	K8sVersion string `json:"k8sVersion,omitempty"`
 
 	// DependsOn lists the layers, as `<name>@<version>`, that must be Deployed at
@@ -188,6 +193,15 @@ type Resource struct {
 	// +optional
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 }
+
+// WrittenByKraan reports whether Kraan's controller, not this operator, wrote
+// this inventory entry, before the operator took the layer over. Kraan names
+// the kind as resource.group ("helmreleases.helm.toolkit.fluxcd.io") and gives
+// no apiVersion; every entry the operator writes carries the object's
+// apiVersion. What such an entry names is Kraan's: a Flux HelmRelease Kraan
+// applied, with a controller ownerReference to the layer. The operator never
+// releases, prunes or reads it as part of the layer.
+func (r Resource) WrittenByKraan() bool { return r.APIVersion == "" }
 
 // AddonsLayer is an ordered, versioned layer of cluster add-ons read from a
 // directory of a Flux source artifact.

@@ -11,8 +11,11 @@ import (
 // so that existing alerts on it keep matching.
 const k8sVersionWaitPrefix = "AddonsLayer is waiting for the required K8sVersion"
 
-// requiredVersionPattern mirrors the CRD pattern of prereqs.k8sVersion; the
-// leading `v` is optional here because Kraan's docs showed both spellings.
+// requiredVersionPattern is the CRD pattern of prereqs.k8sVersion without its
+// empty case. The leading `v` is optional, and `1.16` means what `v1.16` means:
+// Kraan's docs and test data write both. (Kraan itself compared with
+// golang.org/x/mod/semver, which calls `1.16` invalid and then treats the
+// requirement as met on any cluster.)
 var requiredVersionPattern = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+){0,2}(-[0-9A-Za-z.-]+)?$`)
 
 // CheckK8sVersion reports whether the API server's version (discovery's

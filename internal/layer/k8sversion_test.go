@@ -45,3 +45,22 @@ func TestCheckK8sVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckK8sVersion_WithOrWithoutV_SameAnswer: `1.16` and `v1.16` are the
+// same version. Kraan's own samples write "1.16" and its CI data "v1.16"; a
+// layer must wait, or go, the same whichever a user copied.
+func TestCheckK8sVersion_WithOrWithoutV_SameAnswer(t *testing.T) {
+	servers := []string{"v1.15.3", "v1.16.0", "v1.16.9", "v1.16.1-eks-abc", "v1.30.2+k3s1", "v1.31.0-gke.100", "v2.0.0"}
+	required := []string{"1.16", "1.16.2", "1.31", "1.31.0", "2", "1.16.0-fideks"}
+	for _, server := range servers {
+		for _, bare := range required {
+			t.Run(server+" requires "+bare, func(t *testing.T) {
+				g := NewWithT(t)
+				metBare, msgBare := CheckK8sVersion(server, bare)
+				metV, msgV := CheckK8sVersion(server, "v"+bare)
+				g.Expect(metBare).To(Equal(metV), "%q says %q, %q says %q", bare, msgBare, "v"+bare, msgV)
+				g.Expect(msgBare).NotTo(ContainSubstring("is not a version"))
+			})
+		}
+	}
+}

@@ -104,10 +104,14 @@ func (d *diffOptions) renderLayer(ctx context.Context, s *session, layer *kraanv
 	return addonslayer.RenderLayer(ctx, s.client, store, layer, d.sourceNamespace)
 }
 
-// inventoryObjects are the objects the layer applied, from its status.
+// inventoryObjects are the objects the layer applied, from its status. Entries
+// Kraan wrote before the operator took the layer over are not the layer's.
 func inventoryObjects(layer *kraanv1.AddonsLayer) []*unstructured.Unstructured {
 	objs := make([]*unstructured.Unstructured, 0, len(layer.Status.Resources))
 	for _, r := range layer.Status.Resources {
+		if r.WrittenByKraan() {
+			continue
+		}
 		objs = append(objs, apply.RefOfResource(r).Object())
 	}
 	return objs

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
 func TestClusterService_ParsesInClusterHostsOnly(t *testing.T) {
@@ -37,4 +39,18 @@ func TestTable_ColoursWithoutBreakingAlignment(t *testing.T) {
 	g.Expect(out.String()).To(Equal("NAME        STATUS   MESSAGE\n" +
 		"a           \x1b[32mReady\x1b[0m    m\n" +
 		"long-name   \x1b[31mFailed\x1b[0m   n\n"))
+}
+
+// TestInventoryObjects_SkipsKraansEntries: a layer taken over from Kraan may
+// still list, in Kraan's spelling, the Flux HelmReleases Kraan applied. They
+// are not the layer's, and reading one (kind without apiVersion) would fail
+// the command.
+func TestInventoryObjects_SkipsKraansEntries(t *testing.T) {
+	layer := &kraanv1.AddonsLayer{Status: kraanv1.AddonsLayerStatus{Resources: []kraanv1.Resource{
+		{Kind: "helmreleases.helm.toolkit.fluxcd.io", Namespace: "base", Name: "microservice-1", Status: "Deployed"},
+		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "base", Name: "settings", Status: "Deployed"},
+	}}}
+	objs := inventoryObjects(layer)
+	NewWithT(t).Expect(objs).To(HaveLen(1))
+	NewWithT(t).Expect(objs[0].GetKind()).To(Equal("ConfigMap"))
 }

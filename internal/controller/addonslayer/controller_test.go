@@ -59,6 +59,8 @@ func TestReconciler(t *testing.T) {
 	t.Run("layer tests run after the rest is ready, gate Deployed and run again for a new version", e.testLayerTestsGateDeployed)
 	t.Run("a failed layer test fails the layer with its output, a new revision runs it again", e.testLayerTestFailure)
 	t.Run("deletion prunes and removes the metrics", e.testDelete)
+	t.Run("a layer Kraan left behind is deleted without touching what Kraan applied, removing only our finalizer", e.testDeleteKraanLayer)
+	t.Run("a layer Kraan deployed is reconciled past Kraan's inventory without touching what Kraan applied", e.testReconcileKraanLayer)
 	t.Run("a rejected Secret's values reach no condition, event, log line or metric", e.testSecretsNeverLeak)
 }
 

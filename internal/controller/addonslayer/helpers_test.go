@@ -45,7 +45,9 @@ const sourceNamespace = "flux-system"
 // AddonsLayer controller running alone, and an HTTP server standing in for
 // source-controller's artifact storage.
 type layerEnv struct {
-	c         client.Client
+	c client.Client
+	// config reaches the API server, for CRDs a single case installs.
+	config    *rest.Config
 	artifacts *artifactServer
 	// dryRuns counts the controller's server-side dry runs (PATCH ?dryRun).
 	dryRuns *atomic.Int64
@@ -91,7 +93,7 @@ func startLayerEnv(t *testing.T) *layerEnv {
 	})).To(Succeed())
 	testenv.RunManager(t, mgr)
 
-	e := &layerEnv{c: env.Client, artifacts: newArtifactServer(t), dryRuns: dryRuns}
+	e := &layerEnv{c: env.Client, config: env.Config, artifacts: newArtifactServer(t), dryRuns: dryRuns}
 	g.Expect(e.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sourceNamespace}})).To(Succeed())
 	return e
 }

@@ -67,7 +67,10 @@ func (r *Reconciler) reconcileHandover(ctx context.Context, sc *layerScope) *hal
 
 // releaseAll releases every inventory object not in keep (see
 // apply.Applier.Release) and returns those still waiting for adoption, with
-// the earliest time one of them will be pruned.
+// the earliest time one of them will be pruned. Entries Kraan wrote are
+// skipped, and so drop out of the inventory: what they name is Kraan's (see
+// kraanv1.Resource.WrittenByKraan). Were the layer deleted, Kubernetes garbage
+// collection follows Kraan's ownerReferences, as after Kraan's own finalizer.
 func (r *Reconciler) releaseAll(ctx context.Context, sc *layerScope, keep []*unstructured.Unstructured) ([]kraanv1.Resource, time.Time, error) {
 	wanted := make(map[string]bool, len(keep))
 	for _, obj := range keep {
@@ -77,7 +80,7 @@ func (r *Reconciler) releaseAll(ctx context.Context, sc *layerScope, keep []*uns
 	var until time.Time
 	for _, res := range sc.layer.Status.Resources {
 		ref := apply.RefOfResource(res)
-		if wanted[ref.Key()] {
+		if res.WrittenByKraan() || wanted[ref.Key()] {
 			continue
 		}
 		out, err := r.Applier.Release(ctx, sc.layer.Name, ref, sc.layer.Spec.Interval.Duration, sc.now)
