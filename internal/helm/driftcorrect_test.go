@@ -295,7 +295,7 @@ func managedBy(obj client.Object, manager string) string {
 	fields := ""
 	for _, entry := range obj.GetManagedFields() {
 		if entry.Manager == manager && entry.FieldsV1 != nil {
-			fields += string(entry.FieldsV1.Raw)
+			fields += entry.FieldsV1.GetRawString()
 		}
 	}
 	return fields
