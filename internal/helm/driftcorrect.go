@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,15 +30,17 @@ const (
 // jsondiff removed the ignored paths from both sides before comparing, so a
 // field an ignore rule covers keeps the value an HPA or a person gave it, and
 // the operator takes no ownership of it (a server-side apply of the whole
-// manifest, as before, reset it and owned it).
+// manifest, as before, reset it and owned it). An object that cannot be
+// corrected does not keep the others from being corrected.
 func correctDrift(ctx context.Context, c client.Client, owner releaseOwner, diffs []*jsondiff.Diff, rules jsondiff.CompiledIgnoreRules) error {
+	var errs []error
 	for _, d := range diffs {
 		desired := d.DesiredObject.(*unstructured.Unstructured)
 		if err := correctObject(ctx, c, owner, d, ignoredPaths(rules, desired)); err != nil {
-			return fmt.Errorf("correcting drift of %s: %w", objectID(desired), err)
+			errs = append(errs, fmt.Errorf("correcting drift of %s: %w", objectID(desired), err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func correctObject(ctx context.Context, c client.Client, owner releaseOwner, d *jsondiff.Diff, ignored []string) error {

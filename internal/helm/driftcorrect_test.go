@@ -306,3 +306,37 @@ func configMap(g Gomega, c client.Client, ns, name string) map[string]string {
 	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cm)).To(Succeed())
 	return cm.Data
 }
+
+// TestCorrectDrift_staleDiffFailsAlone: an object changed again after the
+// comparison is not patched from the stale diff (the resourceVersion test
+// fails, the next pass compares again), and its failure does not keep the
+// other drifted objects from being corrected.
+func TestCorrectDrift_staleDiffFailsAlone(t *testing.T) {
+	g := NewWithT(t)
+	env, _ := startEngine(t)
+	ctx := context.Background()
+	const ns = "stale"
+	g.Expect(env.Client.Create(ctx, namespaceObject(ns))).To(Succeed())
+	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {message: from-the-chart}\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {message: from-the-chart}\n"
+	installManifest(g, env.Client, ns, manifest)
+	for _, name := range []string{"a", "b"} {
+		editByHand(g, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(o client.Object) {
+			o.(*corev1.ConfigMap).Data["message"] = "edited"
+		})
+	}
+	objs, err := manifestObjects(manifest, ns, env.Client.RESTMapper())
+	g.Expect(err).NotTo(HaveOccurred())
+	diffs, err := jsondiff.UnstructuredList(ctx, env.Client, objs, jsondiff.FieldOwner(driftFieldOwner))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(diffs).To(HaveLen(2))
+	editByHand(g, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}, func(o client.Object) {
+		o.(*corev1.ConfigMap).Data["message"] = "edited again"
+	})
+
+	err = correctDrift(ctx, env.Client, releaseOwner{name: "app", namespace: ns}, diffs, nil)
+	g.Expect(err).To(MatchError(ContainSubstring("correcting drift of ConfigMap/stale/a")))
+	g.Expect(err.Error()).NotTo(ContainSubstring("ConfigMap/stale/b"))
+	g.Expect(configMap(g, env.Client, ns, "a")).To(HaveKeyWithValue("message", "edited again"))
+	g.Expect(configMap(g, env.Client, ns, "b")).To(HaveKeyWithValue("message", "from-the-chart"))
+}

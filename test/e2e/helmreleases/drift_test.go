@@ -102,7 +102,8 @@ func TestHelmRelease_DriftExclusions(t *testing.T) {
 // HPA would scale it) whose image and a label were also edited gets its image
 // and label back and keeps its 3 replicas, on this pass and the next. A
 // deleted Deployment is created again whole, replicas from the manifest, and
-// still belongs to the release: drift on it afterwards is corrected too.
+// still belongs to the release: drift on it afterwards is corrected too, and
+// an upgrade still changes the fields the corrections put back.
 func TestHelmRelease_DriftCorrectionKeepsIgnoredFields(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -156,6 +157,15 @@ func TestHelmRelease_DriftCorrectionKeepsIgnoredFields(t *testing.T) {
 			"the re-created Deployment is no longer corrected")
 		g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	// The fields a correction put back stay the chart's to change: an
+	// upgrade to another image is not refused as a conflict with the
+	// operator's drift corrections.
+	update(t, ns, "scaled", func(hr *kraanv1.HelmRelease) {
+		hr.Spec.Values = toJSON(map[string]any{"image": "registry.k8s.io/pause:3.9"})
+	})
+	readyAt(t, ns, "scaled")
+	g.Expect(deployment(g, ns, "scaled").Spec.Template.Spec.Containers[0].Image).To(Equal("registry.k8s.io/pause:3.9"))
 }
 
 // scaleAndEdit scales a Deployment by hand and edits its image and its
