@@ -15,9 +15,9 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
-// driftFieldOwner is the field manager of drift checks and corrections. Helm
-// v3 writes objects with the manager "helm"; correcting as ourselves with
-// forced ownership takes the drifted fields back.
+// driftFieldOwner is the field manager of drift checks (server-side dry-run
+// applies) and corrections (JSON patches): a correction makes the operator
+// the manager of the fields it puts back, and of no other.
 const driftFieldOwner = "kraan-operator"
 
 // An object of a release annotated DriftDetectionAnnotation:
@@ -63,8 +63,8 @@ func (r DriftReport) Message() string {
 
 // CheckDrift compares the objects of rel's manifest with the cluster through
 // server-side dry-run applies (so defaults and other managers' fields do not
-// count as drift) and, when spec.driftDetection.mode is enabled, applies the
-// manifest's version of every drifted object.
+// count as drift) and, when spec.driftDetection.mode is enabled, corrects the
+// drifted fields no ignore rule covers (see correctDrift).
 func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *Revision, spec *kraanv1.HelmReleaseSpec) (DriftReport, error) {
 	c, err := e.clientFor(target)
 	if err != nil {
@@ -74,31 +74,36 @@ func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *Revision, s
 	if err != nil {
 		return DriftReport{}, err
 	}
+	ignore := ignoreRules(spec.DriftDetection)
+	rules, err := jsondiff.CompileIgnoreRules(ignore)
+	if err != nil {
+		return DriftReport{}, fmt.Errorf("spec.driftDetection.ignore: %w", err)
+	}
+	// Secrets are not masked: the diff's operations are the correction
+	// patch. The report keeps only the paths, never a value.
 	diffs, err := jsondiff.UnstructuredList(ctx, c, objs, jsondiff.FieldOwner(driftFieldOwner),
-		jsondiff.IgnoreRules(ignoreRules(spec.DriftDetection)), jsondiff.MaskSecrets(true), jsondiff.Graceful(true),
+		jsondiff.IgnoreRules(ignore), jsondiff.Graceful(true),
 		jsondiff.ExclusionSelector{DriftDetectionAnnotation: DriftDetectionDisabled})
 	if err != nil {
 		return DriftReport{}, fmt.Errorf("comparing release %s with the cluster: %w", rel.Name, err)
 	}
 	report := DriftReport{}
 	owner := releaseOwner{name: rel.Name, namespace: rel.Namespace}
-	var drifted []*unstructured.Unstructured
+	var drifted []*jsondiff.Diff
 	for _, d := range diffs {
 		if d.Type != jsondiff.DiffTypeCreate && d.Type != jsondiff.DiffTypeUpdate {
 			continue
 		}
 		report.Drifted = append(report.Drifted, driftedObject(d))
 		if correctable(rel, owner, d) {
-			drifted = append(drifted, d.DesiredObject.(*unstructured.Unstructured))
+			drifted = append(drifted, d)
 		}
 	}
 	if len(drifted) == 0 || spec.DriftDetection == nil || spec.DriftDetection.Mode != kraanv1.DriftDetectionEnabled {
 		return report, nil
 	}
-	for _, obj := range drifted {
-		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(driftFieldOwner), client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply with unstructured objects is the supported way here
-			return report, fmt.Errorf("correcting drift of %s: %w", objectID(obj), err)
-		}
+	if err := correctDrift(ctx, c, owner, drifted, rules); err != nil {
+		return report, err
 	}
 	report.Corrected = true
 	return report, nil

@@ -95,3 +95,88 @@ func TestHelmRelease_DriftExclusions(t *testing.T) {
 	g.Expect(*deployment(g, ns, "excluded").Spec.Replicas).To(Equal(int32(1)))
 	g.Expect(configMapData(g, ns, "excluded")).To(HaveKeyWithValue("message", "edited by hand"), "the annotated object was corrected")
 }
+
+// TestHelmRelease_DriftCorrectionKeepsIgnoredFields: as in Flux, correcting
+// drift touches only the drifted fields no ignore rule covers. With
+// /spec/replicas ignored on Deployments, a Deployment scaled by hand (as an
+// HPA would scale it) whose image and a label were also edited gets its image
+// and label back and keeps its 3 replicas, on this pass and the next. A
+// deleted Deployment is created again whole, replicas from the manifest, and
+// still belongs to the release: drift on it afterwards is corrected too, and
+// an upgrade still changes the fields the corrections put back.
+func TestHelmRelease_DriftCorrectionKeepsIgnoredFields(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	newRelease(t, ns, "scaled", "small", func(hr *kraanv1.HelmRelease) {
+		hr.Spec.DriftDetection = &kraanv1.DriftDetection{Mode: kraanv1.DriftDetectionEnabled, Ignore: []kraanv1.IgnoreRule{{
+			Paths: []string{"/spec/replicas"}, Target: &kraanv1.ObjectSelector{Kind: "Deployment"},
+		}}}
+	})
+	readyAt(t, ns, "scaled")
+
+	scaleAndEdit(t, ns, "scaled", 3)
+	annotate(t, ns, "scaled", map[string]string{"reconcile.fluxcd.io/requestedAt": "edited"})
+	g.Eventually(func(g Gomega) {
+		drifted := condition(get(g, ns, "scaled"), kraanv1.DriftedCondition)
+		g.Expect(drifted).NotTo(BeNil())
+		g.Expect(drifted.Reason).To(Equal(kraanv1.ReasonDriftCorrected))
+		g.Expect(drifted.Message).To(ContainSubstring("Deployment/" + ns + "/scaled changed at " +
+			"[/metadata/labels/app.kubernetes.io~1version /spec/template/spec/containers/0/image]"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	d := deployment(g, ns, "scaled")
+	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.k8s.io/pause:3.10"))
+	g.Expect(d.Labels).To(HaveKeyWithValue("app.kubernetes.io/version", "1.0.0"))
+	g.Expect(*d.Spec.Replicas).To(Equal(int32(3)), "correcting drift reset an ignored field")
+
+	// The next pass finds nothing to correct, and leaves the replicas alone.
+	annotate(t, ns, "scaled", map[string]string{"reconcile.fluxcd.io/requestedAt": "again"})
+	g.Eventually(func(g Gomega) {
+		drifted := condition(get(g, ns, "scaled"), kraanv1.DriftedCondition)
+		g.Expect(drifted).NotTo(BeNil())
+		g.Expect(drifted.Reason).To(Equal(kraanv1.ReasonNoDriftDetected))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(*deployment(g, ns, "scaled").Spec.Replicas).To(Equal(int32(3)))
+
+	deleted := deployment(g, ns, "scaled")
+	g.Expect(k8s.Delete(ctx, deleted)).To(Succeed())
+	annotate(t, ns, "scaled", map[string]string{"reconcile.fluxcd.io/requestedAt": "deleted"})
+	g.Eventually(func(g Gomega) {
+		d := deployment(g, ns, "scaled")
+		g.Expect(d.UID).NotTo(Equal(deleted.UID))
+		g.Expect(*d.Spec.Replicas).To(Equal(int32(1)), "a re-created object takes its ignored fields from the manifest")
+		g.Expect(d.Annotations).To(HaveKeyWithValue("meta.helm.sh/release-name", "scaled"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	scaleAndEdit(t, ns, "scaled", 2)
+	annotate(t, ns, "scaled", map[string]string{"reconcile.fluxcd.io/requestedAt": "edited after re-creation"})
+	g.Eventually(func(g Gomega) {
+		d := deployment(g, ns, "scaled")
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.k8s.io/pause:3.10"),
+			"the re-created Deployment is no longer corrected")
+		g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	// The fields a correction put back stay the chart's to change: an
+	// upgrade to another image is not refused as a conflict with the
+	// operator's drift corrections.
+	update(t, ns, "scaled", func(hr *kraanv1.HelmRelease) {
+		hr.Spec.Values = toJSON(map[string]any{"image": "registry.k8s.io/pause:3.9"})
+	})
+	readyAt(t, ns, "scaled")
+	g.Expect(deployment(g, ns, "scaled").Spec.Template.Spec.Containers[0].Image).To(Equal("registry.k8s.io/pause:3.9"))
+}
+
+// scaleAndEdit scales a Deployment by hand and edits its image and its
+// app.kubernetes.io/version label.
+func scaleAndEdit(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		d := deployment(g, ns, name)
+		d.Spec.Replicas = ptr.To(replicas)
+		d.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/pause:3.9"
+		d.Labels["app.kubernetes.io/version"] = "edited-by-hand"
+		g.Expect(k8s.Update(context.Background(), d)).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
