@@ -179,3 +179,16 @@ func eventReasons(g Gomega, namespace, name string) []string {
 	}
 	return reasons
 }
+
+// eventMessages are the messages of the events of a HelmRelease with reason.
+func eventMessages(g Gomega, namespace, name, reason string) []string {
+	events := &corev1.EventList{}
+	g.Expect(k8s.List(context.Background(), events, client.InNamespace(namespace))).To(Succeed())
+	var messages []string
+	for _, ev := range events.Items {
+		if ev.InvolvedObject.Kind == "HelmRelease" && ev.InvolvedObject.Name == name && ev.Reason == reason {
+			messages = append(messages, ev.Message)
+		}
+	}
+	return messages
+}
