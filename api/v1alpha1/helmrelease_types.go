@@ -146,7 +146,7 @@ type HelmReleaseSpec struct {
 	// templates only, Helm 3's behaviour), combined (hooks and templates in
 	// one stream, Helm 4's) or separate (hooks and templates in two
 	// streams). Unset is combined, or nohooks when the operator runs with
-	// the UseHelm3Defaults feature gate (internal/defaults).
+	// the UseHelm3Defaults feature gate.
 	// +optional
 	// +kubebuilder:validation:Enum=nohooks;combined;separate
 	PostRenderStrategy PostRenderStrategy `json:"postRenderStrategy,omitempty"`

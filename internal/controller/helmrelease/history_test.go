@@ -47,13 +47,39 @@ func TestReleaseActionOf_TheActionThatMadeTheRevision(t *testing.T) {
 			[]helm.Step{step(helm.ActionTest, false)}, deployed2, kraanv1.ReleaseActionUpgrade},
 		{"an unlock keeps the action of the revision it marks failed", &helm.Revision{Name: "app", Version: 3, Status: "failed"},
 			[]helm.Step{step(helm.ActionUnlock, false)}, pending3, kraanv1.ReleaseActionUpgrade},
-		{"a revision found, not made", &helm.Revision{Name: "app", Version: 7, Status: "deployed"}, nil, deployed2, ""},
+		{"a revision no step explains says nothing", &helm.Revision{Name: "app", Version: 7, Status: "deployed"}, nil, deployed2, ""},
+		// A run that took its maximum of steps reports storage as it was
+		// before the last one: the next run finds the rollback's revision.
+		{"a revision an earlier run made, by Helm's description", &helm.Revision{Name: "app", Version: 5, Status: "deployed",
+			Description: "Rollback to 3"}, nil, []kraanv1.Snapshot{{Name: "app", Version: 4, Status: "failed",
+			Action: kraanv1.ReleaseActionUpgrade}}, kraanv1.ReleaseActionRollback},
+		{"an unlocked revision status had not seen", &helm.Revision{Name: "app", Version: 3, Status: "failed",
+			Description: "Release was pending-upgrade when the operation running it was interrupted"},
+			[]helm.Step{step(helm.ActionUnlock, false)}, deployed2, ""},
 		{"no release", nil, []helm.Step{step(helm.ActionUninstall, false)}, deployed2, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			NewWithT(t).Expect(releaseActionOf(tt.latest, tt.steps, tt.history)).To(Equal(tt.want))
 		})
+	}
+}
+
+func TestActionFromDescription_HelmsWords(t *testing.T) {
+	tests := map[string]kraanv1.ReleaseAction{
+		"Install complete":                     kraanv1.ReleaseActionInstall,
+		"Upgrade complete":                     kraanv1.ReleaseActionUpgrade,
+		`Upgrade "app" failed: timed out`:      kraanv1.ReleaseActionUpgrade,
+		"Rollback to 2":                        kraanv1.ReleaseActionRollback,
+		`Rollback "app" failed: hook failed`:   kraanv1.ReleaseActionRollback,
+		"Uninstallation complete":              kraanv1.ReleaseActionUninstall,
+		`Release "app" failed: bad manifest`:   kraanv1.ReleaseActionInstall,
+		"superseded by new release":            "",
+		"Release was pending-install when ...": "",
+	}
+	for description, want := range tests {
+		rev := &helm.Revision{Version: 1, Description: description}
+		NewWithT(t).Expect(actionFromDescription(rev)).To(Equal(want), description)
 	}
 }
 

@@ -227,28 +227,50 @@ func storageChangingSteps(steps []helm.Step, runErr error) []helm.Step {
 // releaseActionOf is Flux's history[].action of latest: the action that
 // made the revision what it is. A revision status already reports with the
 // same status keeps its action (a test, a failed attempt that wrote nothing,
-// a resync); otherwise it is the last step that wrote a revision. An unlock
-// only marks a revision failed, so it keeps the action reported for it.
+// a resync); otherwise it is the last step of the run that wrote a revision.
+// An unlock only marks a revision failed, so it keeps the action reported
+// for it. A revision no step of this run explains (made by an earlier run
+// whose result was not reported, or by someone else) is named from the
+// description Helm wrote on it.
 func releaseActionOf(latest *helm.Revision, steps []helm.Step, history []kraanv1.Snapshot) kraanv1.ReleaseAction {
 	if latest == nil {
 		return ""
 	}
-	var reported kraanv1.ReleaseAction
-	if len(history) > 0 && history[0].Name == latest.Name && history[0].Version == latest.Version {
-		if history[0].Status == latest.Status {
-			return history[0].Action
-		}
-		reported = history[0].Action
+	sameRevision := len(history) > 0 && history[0].Name == latest.Name && history[0].Version == latest.Version
+	if sameRevision && history[0].Status == latest.Status {
+		return history[0].Action
 	}
 	for i := len(steps) - 1; i >= 0; i-- {
 		if action, ok := revisionActions[steps[i].Action]; ok {
 			return action
 		}
 		if steps[i].Action == helm.ActionUnlock {
-			return reported
+			break
 		}
 	}
-	return reported
+	if sameRevision && history[0].Action != "" {
+		return history[0].Action
+	}
+	return actionFromDescription(latest)
+}
+
+// actionFromDescription names the action that made rev from the description
+// Helm (3 and 4) writes on a revision; empty when it does not tell.
+func actionFromDescription(rev *helm.Revision) kraanv1.ReleaseAction {
+	d := rev.Description
+	switch {
+	case d == "Install complete" || d == "Initial install underway":
+		return kraanv1.ReleaseActionInstall
+	case d == "Upgrade complete" || d == "Preparing upgrade" || strings.HasPrefix(d, `Upgrade "`):
+		return kraanv1.ReleaseActionUpgrade
+	case strings.HasPrefix(d, "Rollback to ") || strings.HasPrefix(d, `Rollback "`):
+		return kraanv1.ReleaseActionRollback
+	case d == "Uninstallation complete":
+		return kraanv1.ReleaseActionUninstall
+	case strings.HasPrefix(d, `Release "`) && rev.Version == 1:
+		return kraanv1.ReleaseActionInstall // a failed first install
+	}
+	return ""
 }
 
 // revisionActions are the engine's actions that write a revision, as
