@@ -98,14 +98,15 @@ func TestStorageChangingSteps_DropsTheFailedStepThatEndedTheRun(t *testing.T) {
 
 func TestInventoryOf_FluxIDsWithoutHooks(t *testing.T) {
 	g := NewWithT(t)
-	var objs []*unstructured.Unstructured
-	for _, doc := range []string{
+	docs := []string{
 		`{apiVersion: apps/v1, kind: Deployment, metadata: {name: app, namespace: team}}`,
 		`{apiVersion: v1, kind: ConfigMap, metadata: {name: app, namespace: team}}`,
 		`{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: "system:app"}}`,
 		`{apiVersion: batch/v1, kind: Job, metadata: {name: migrate, namespace: team, annotations: {helm.sh/hook: pre-upgrade}}}`,
 		`{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: widgets.example.com}}`,
-	} {
+	}
+	objs := make([]*unstructured.Unstructured, 0, len(docs))
+	for _, doc := range docs {
 		obj := &unstructured.Unstructured{}
 		g.Expect(yaml.Unmarshal([]byte(doc), &obj.Object)).To(Succeed())
 		objs = append(objs, obj)
