@@ -163,7 +163,7 @@ func startManager(ctx context.Context, opts *options) error {
 		},
 		Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount, ChartFetch: opts.chartFetch,
 		Watches: chartKinds, WatchNamespaces: opts.namespaces(),
-		RecordKeySecret: opts.recordKeySecret(),
+		RecordKeySecret: opts.recordKeySecret(), HelmDefaults: opts.helmDefaults,
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}

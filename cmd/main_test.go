@@ -37,7 +37,7 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 	// -kubeconfig on flag.CommandLine); none may show up unless we declare them.
 	g.Expect(names).To(Equal([]string{
 		"chart-cache-size", "concurrent", "data-path", "default-service-account", "default-source-namespace",
-		"graceful-shutdown-timeout", "health-probe-bind-address", "index-cache-size", "kubeconfig", "leader-elect",
+		"feature-gates", "graceful-shutdown-timeout", "health-probe-bind-address", "index-cache-size", "kubeconfig", "leader-elect",
 		"leader-election-lease-duration", "leader-election-namespace", "leader-election-renew-deadline",
 		"leader-election-retry-period", "log-format", "log-level", "max-chart-size", "max-index-size",
 		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-retry-delay", "metrics-bind-address",
@@ -68,6 +68,26 @@ func TestParseOptions_ChartFetchCaps(t *testing.T) {
 // TestParseOptions_RecordKeySecret: the record key lives in the namespace
 // the flag names, else the leader election one, else the pod's, else (a run
 // outside a cluster, as `make run` and the benchmarks do) default.
+func TestParseOptions_FeatureGates(t *testing.T) {
+	g := NewWithT(t)
+	opts, err := parseOptions(nil, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.helmDefaults.UseHelm3).To(BeFalse(), "Flux v1.6's defaults unless asked")
+
+	opts, err = parseOptions([]string{"--feature-gates=UseHelm3Defaults=true"}, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.helmDefaults.UseHelm3).To(BeTrue())
+
+	opts, err = parseOptions([]string{"--feature-gates=UseHelm3Defaults=true", "--feature-gates=UseHelm3Defaults=false"}, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.helmDefaults.UseHelm3).To(BeFalse(), "the last one wins, as with any flag")
+
+	_, err = parseOptions([]string{"--feature-gates=UseHelm3Default=true"}, io.Discard)
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown feature gate "UseHelm3Default"; known gates: UseHelm3Defaults`)))
+	_, err = parseOptions([]string{"--feature-gates=UseHelm3Defaults"}, io.Discard)
+	g.Expect(err).To(MatchError(ContainSubstring("feature gate UseHelm3Defaults wants =true or =false")))
+}
+
 func TestParseOptions_RecordKeySecret(t *testing.T) {
 	t.Setenv("RUNTIME_NAMESPACE", "")
 	for _, tt := range []struct {

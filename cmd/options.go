@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/operator"
 )
@@ -57,6 +58,9 @@ type options struct {
 	// chartFetch are the caps on what chart repositories and registries may
 	// send, and the sizes of the caches of what they sent.
 	chartFetch chart.Options
+	// helmDefaults are the defaults of the fields Flux v1.5/v1.6 added,
+	// switched to Helm 3's by --feature-gates=UseHelm3Defaults=true.
+	helmDefaults defaults.Defaults
 }
 
 func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
@@ -123,6 +127,9 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 	fs.StringVar(&opts.recordKeyNamespace, "release-record-key-namespace", os.Getenv("RUNTIME_NAMESPACE"),
 		"Namespace of --release-record-key-secret: the operator's own, which tenants cannot read. "+
 			"Defaults to $RUNTIME_NAMESPACE, then --leader-election-namespace, then the pod's namespace.")
+	fs.Var(featureGates{&opts.helmDefaults}, "feature-gates",
+		"Comma-separated Name=true|false feature gates, as Flux's: UseHelm3Defaults=true gives HelmReleases Helm 3's "+
+			"behaviour where a field is unset (client-side apply on install, legacy waits, no post-rendering of hooks).")
 	addChartFetchFlags(fs, &opts.chartFetch)
 	return fs
 }

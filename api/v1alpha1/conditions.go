@@ -79,4 +79,8 @@ const (
 	// without uninstalling it (its kubeConfig Secret or ServiceAccount is
 	// gone, or its namespace is being deleted and uninstalling failed).
 	ReasonUninstallSkipped = "UninstallSkipped"
+
+	// ReasonInventoryBuildFailed (an event, Flux's): status.inventory could
+	// not be worked out from the release manifest and was left as it was.
+	ReasonInventoryBuildFailed = "InventoryBuildFailed"
 )

@@ -140,7 +140,126 @@ type HelmReleaseSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
 	PostRenderers []PostRenderer `json:"postRenderers,omitempty"`
+
+	// PostRenderStrategy says which of the rendered documents the
+	// post-renderers (and commonMetadata) see, as in Flux: nohooks (the
+	// templates only, Helm 3's behaviour), combined (hooks and templates in
+	// one stream, Helm 4's) or separate (hooks and templates in two
+	// streams). Unset is combined, or nohooks when the operator runs with
+	// the UseHelm3Defaults feature gate.
+	// +optional
+	// +kubebuilder:validation:Enum=nohooks;combined;separate
+	PostRenderStrategy PostRenderStrategy `json:"postRenderStrategy,omitempty"`
+
+	// WaitStrategy is how an action that waits decides that its objects are
+	// ready: poller (kstatus, for every object, custom resources included)
+	// or legacy (Helm 3's checks). Unset is poller, or legacy under
+	// UseHelm3Defaults.
+	// +optional
+	WaitStrategy *WaitStrategy `json:"waitStrategy,omitempty"`
+
+	// HealthCheckExprs are CEL expressions that say when objects of an
+	// apiVersion and kind are ready, in progress or failed, for kinds
+	// kstatus cannot judge from their conditions. As in Flux they apply only
+	// to actions that wait with the poller strategy.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	HealthCheckExprs []CustomHealthCheck `json:"healthCheckExprs,omitempty"`
 }
+
+// PostRenderStrategy says which rendered documents the post-renderers see.
+type PostRenderStrategy string
+
+// Post-render strategies, Flux's values.
+const (
+	// PostRenderStrategyNoHooks post-renders the templates only (Helm 3).
+	PostRenderStrategyNoHooks PostRenderStrategy = "nohooks"
+	// PostRenderStrategyCombined post-renders hooks and templates in one
+	// stream (Helm 4's default).
+	PostRenderStrategyCombined PostRenderStrategy = "combined"
+	// PostRenderStrategySeparate post-renders hooks and templates in two
+	// separate streams.
+	PostRenderStrategySeparate PostRenderStrategy = "separate"
+)
+
+// WaitStrategyName names how an action waits for its objects.
+type WaitStrategyName string
+
+// Wait strategies, Flux's values.
+const (
+	// WaitStrategyPoller judges every object by kstatus (and
+	// spec.healthCheckExprs for the kinds they name).
+	WaitStrategyPoller WaitStrategyName = "poller"
+	// WaitStrategyLegacy is Helm 3's wait: Deployments, StatefulSets,
+	// DaemonSets, Jobs, Pods, PVCs and Services only.
+	WaitStrategyLegacy WaitStrategyName = "legacy"
+)
+
+// WaitStrategy is how an action that waits decides its objects are ready.
+type WaitStrategy struct {
+	// Name of the strategy: poller or legacy.
+	// +required
+	// +kubebuilder:validation:Enum=poller;legacy
+	Name WaitStrategyName `json:"name"`
+}
+
+// CustomHealthCheck says, in CEL over an object, when objects of one
+// apiVersion and kind are ready, in progress or failed (Flux's
+// kustomize.CustomHealthCheck), whose fields the expressions read by name
+// (e.g. status.conditions).
+type CustomHealthCheck struct {
+	// APIVersion of the objects the expressions judge, e.g. "cert-manager.io/v1".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	APIVersion string `json:"apiVersion"`
+	// Kind of the objects the expressions judge.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind,omitempty"`
+	// Current is true when the object has reached its desired state.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Current string `json:"current"`
+	// InProgress is true while the object is still on its way.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	InProgress string `json:"inProgress,omitempty"`
+	// Failed is true when the object failed to reach its desired state.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Failed string `json:"failed,omitempty"`
+}
+
+// ServerSideApplyMode says whether an upgrade or rollback applies its
+// objects server-side.
+type ServerSideApplyMode string
+
+// Server-side apply modes, Flux's values.
+const (
+	// ServerSideApplyEnabled applies server-side.
+	ServerSideApplyEnabled ServerSideApplyMode = "enabled"
+	// ServerSideApplyDisabled applies client-side (three-way merge patches).
+	ServerSideApplyDisabled ServerSideApplyMode = "disabled"
+	// ServerSideApplyAuto keeps the apply method of the release's last
+	// revision (Helm's apply_method record field; empty is client-side).
+	ServerSideApplyAuto ServerSideApplyMode = "auto"
+)
+
+// ChartNameChangeStrategy is what an upgrade to a chart of another name does.
+type ChartNameChangeStrategy string
+
+// Chart name change strategies, Flux's values.
+const (
+	// ChartNameChangeStrategyReinstall uninstalls the release and installs
+	// the new chart.
+	ChartNameChangeStrategyReinstall ChartNameChangeStrategy = "Reinstall"
+	// ChartNameChangeStrategyInPlaceUpdate upgrades the release to the new
+	// chart in place.
+	ChartNameChangeStrategyInPlaceUpdate ChartNameChangeStrategy = "InPlaceUpdate"
+)
 
 // CommonMetadata are labels and annotations for every rendered object.
 type CommonMetadata struct {
@@ -545,6 +664,12 @@ type Install struct {
 	// values.schema.json.
 	// +optional
 	DisableSchemaValidation bool `json:"disableSchemaValidation,omitempty"`
+	// ServerSideApply says whether the install applies its objects
+	// server-side. Unset is true, or false when the operator runs with the
+	// UseHelm3Defaults feature gate. Later upgrades and rollbacks keep the
+	// method unless their own serverSideApply says otherwise.
+	// +optional
+	ServerSideApply *bool `json:"serverSideApply,omitempty"`
 }
 
 // Action strategies.
@@ -619,6 +744,19 @@ type Upgrade struct {
 	// values.schema.json.
 	// +optional
 	DisableSchemaValidation bool `json:"disableSchemaValidation,omitempty"`
+	// ServerSideApply says whether the upgrade applies server-side:
+	// enabled, disabled, or auto (the default, whatever the switch), which
+	// keeps the apply method of the release's last revision, so a release
+	// installed client-side stays client-side until this says otherwise.
+	// +optional
+	// +kubebuilder:validation:Enum=enabled;disabled;auto
+	ServerSideApply ServerSideApplyMode `json:"serverSideApply,omitempty"`
+	// ChartNameChangeStrategy is what an upgrade to a chart of another name
+	// does: Reinstall (the default: uninstall, then install the new chart)
+	// or InPlaceUpdate (upgrade the release to the new chart).
+	// +optional
+	// +kubebuilder:validation:Enum=InPlaceUpdate;Reinstall
+	ChartNameChangeStrategy ChartNameChangeStrategy `json:"chartNameChangeStrategy,omitempty"`
 }
 
 // UpgradeRemediation configures what happens after a failed upgrade.
@@ -685,6 +823,12 @@ type Rollback struct {
 	// CleanupOnFail deletes objects created by a failed rollback.
 	// +optional
 	CleanupOnFail bool `json:"cleanupOnFail,omitempty"`
+	// ServerSideApply says whether the rollback applies server-side:
+	// enabled, disabled, or auto (the default, whatever the switch), which
+	// keeps the apply method of the release's last revision.
+	// +optional
+	// +kubebuilder:validation:Enum=enabled;disabled;auto
+	ServerSideApply ServerSideApplyMode `json:"serverSideApply,omitempty"`
 }
 
 // Uninstall configures `helm uninstall`.
@@ -747,6 +891,12 @@ type HelmReleaseStatus struct {
 	// +listType=atomic
 	History []Snapshot `json:"history,omitempty"`
 
+	// Inventory lists the objects the newest revision of the release
+	// applied (its manifest, without hooks, and the chart's CRDs), as
+	// Flux's status.inventory; empty after the release was uninstalled.
+	// +optional
+	Inventory *ResourceInventory `json:"inventory,omitempty"`
+
 	// Failures since the last success or spec change.
 	// +optional
 	Failures int64 `json:"failures,omitempty"`
@@ -785,6 +935,11 @@ type HelmReleaseStatus struct {
 	// +optional
 	// +kubebuilder:validation:Enum=install;upgrade
 	LastAttemptedReleaseAction string `json:"lastAttemptedReleaseAction,omitempty"`
+	// LastAttemptedReleaseActionDuration is how long that install or
+	// upgrade took, its wait included.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	LastAttemptedReleaseActionDuration *metav1.Duration `json:"lastAttemptedReleaseActionDuration,omitempty"`
 	// ObservedPostRenderersDigest is the digest of spec.postRenderers and
 	// spec.commonMetadata of the last release made.
 	// +optional
@@ -798,6 +953,37 @@ type HelmReleaseStatus struct {
 	// LastHandledResetAt is the last reconcile.fluxcd.io/resetAt handled.
 	// +optional
 	LastHandledResetAt string `json:"lastHandledResetAt,omitempty"`
+}
+
+// ReleaseAction is a Helm action that makes a revision, Flux's values.
+type ReleaseAction string
+
+// Release actions.
+const (
+	ReleaseActionInstall              ReleaseAction = "install"
+	ReleaseActionUpgrade              ReleaseAction = "upgrade"
+	ReleaseActionRollback             ReleaseAction = "rollback"
+	ReleaseActionUninstall            ReleaseAction = "uninstall"
+	ReleaseActionUninstallRemediation ReleaseAction = "uninstall-remediation"
+)
+
+// ResourceInventory lists objects a release applied (Flux's).
+type ResourceInventory struct {
+	// Entries, one per object.
+	// +required
+	// +listType=atomic
+	Entries []ResourceRef `json:"entries"`
+}
+
+// ResourceRef identifies one object of an inventory.
+type ResourceRef struct {
+	// ID is "<namespace>_<name>_<group>_<kind>", the namespace empty for
+	// cluster-scoped objects and the group empty for the core group.
+	// +required
+	ID string `json:"id"`
+	// Version is the API version of the object's kind, e.g. "v1".
+	// +required
+	Version string `json:"v"`
 }
 
 // Snapshot is one release revision.
@@ -814,6 +1000,13 @@ type Snapshot struct {
 	// Status of the release as Helm reports it.
 	// +required
 	Status string `json:"status"`
+	// Action is the Helm action that made this revision what it is:
+	// install, upgrade, rollback, or uninstall-remediation (an uninstall
+	// after a failed install, with keepHistory). Empty for a revision the
+	// operator found rather than made.
+	// +optional
+	// +kubebuilder:validation:Enum=install;upgrade;rollback;uninstall;uninstall-remediation
+	Action ReleaseAction `json:"action,omitempty"`
 	// ChartName of the release.
 	// +required
 	ChartName string `json:"chartName"`

@@ -40,6 +40,18 @@ var NoEffectFields = []FieldRule{
 	{"chart.metadata", "labels and annotations of the HelmChart object helm-controller creates; kraan-operator reads the chart from the source directly and creates no HelmChart"},
 }
 
+// UnwrittenStatusFields are the fields of Flux's HelmReleaseStatus our
+// status does not have, with why; every other Flux status field is written
+// with Flux's meaning.
+var UnwrittenStatusFields = []FieldRule{
+	{"helmChart", "the HelmChart object helm-controller creates; kraan-operator creates none"},
+	{"observedCommonMetadataDigest", "observedPostRenderersDigest covers spec.commonMetadata as well as spec.postRenderers"},
+	{"lastReleaseRevision", "deprecated by Flux in favour of history[].version"},
+	{"history[].apiVersion", "the version of Flux's digest method; history[].digest here is the chart's digest"},
+	{"history[].deleted", "an uninstalled revision is reported by history[].status"},
+	{"history[].ociDigest", "lastAttemptedRevisionDigest holds the chart's digest, wherever it came from"},
+}
+
 // helmReleaseSpecFields are the spec fields our HelmRelease has.
 var helmReleaseSpecFields = newFieldTree(reflect.TypeFor[kraanv1.HelmReleaseSpec]())
 

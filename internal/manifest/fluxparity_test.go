@@ -12,16 +12,23 @@ import (
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
 // fluxFieldPaths lists every JSON field path of Flux helm-controller's
-// HelmReleaseSpec (the api module in go.mod, v1.4.x), list items as [].
+// HelmReleaseSpec (the api module in go.mod, v1.6.5), list items as [].
 func fluxFieldPaths() []string {
 	return slices.Sorted(maps.Keys(fluxFields()))
 }
 
-// fluxFields maps each Flux field path to the Go type of its leaf.
+// fluxFields maps each path of Flux's HelmReleaseSpec to the Go type of its leaf.
 func fluxFields() map[string]reflect.Type {
+	return fieldPathsOf(reflect.TypeFor[fluxv2.HelmReleaseSpec]())
+}
+
+// fieldPathsOf maps each JSON field path of t to the Go type of its leaf.
+func fieldPathsOf(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	var walk func(t reflect.Type, prefix string)
 	walk = func(t reflect.Type, prefix string) {
@@ -49,7 +56,7 @@ func fluxFields() map[string]reflect.Type {
 			walk(f.Type, p)
 		}
 	}
-	walk(reflect.TypeFor[fluxv2.HelmReleaseSpec](), "")
+	walk(t, "")
 	return out
 }
 
@@ -63,7 +70,12 @@ func covered(table []FieldRule, path string) bool {
 
 // ourField says whether our HelmReleaseSpec has the path.
 func ourField(path string) bool {
-	node := helmReleaseSpecFields
+	return treeHas(helmReleaseSpecFields, path)
+}
+
+// treeHas says whether tree has the path.
+func treeHas(tree *fieldTree, path string) bool {
+	node := tree
 	for _, step := range strings.Split(strings.ReplaceAll(path, "[]", ""), ".") {
 		if node.children == nil {
 			return true // an opaque leaf (values, a Duration) holds everything below
@@ -95,13 +107,39 @@ func TestFluxParity_NoFieldSilentlyLost(t *testing.T) {
 		}
 		g.Expect(ourField(p)).To(BeTrue(), "Flux field spec.%s is neither a field of our HelmRelease nor in RefusedFields", p)
 	}
-	t.Logf("Flux v2 HelmReleaseSpec: %d field paths, %d implemented, %d accepted without effect, %d refused",
+	t.Logf("Flux v1.6.5 HelmReleaseSpec: %d field paths, %d implemented, %d accepted without effect, %d refused",
 		len(paths), implemented, noEffect, refused)
 	for _, table := range [][]FieldRule{RefusedFields, NoEffectFields} {
 		for _, r := range table {
 			g.Expect(slices.ContainsFunc(paths, func(p string) bool { return p == r.Path || strings.HasPrefix(p, r.Path+".") })).
 				To(BeTrue(), "rule for %s names no Flux field: the table is stale", r.Path)
 		}
+	}
+}
+
+// TestFluxParity_EveryStatusFieldWrittenOrListed walks every field of Flux's
+// HelmReleaseStatus: each must be a status field of ours (written with
+// Flux's meaning, so Flux's dashboards and tooling read it), or listed in
+// UnwrittenStatusFields with the reason.
+func TestFluxParity_EveryStatusFieldWrittenOrListed(t *testing.T) {
+	g := NewWithT(t)
+	ours := newFieldTree(reflect.TypeFor[kraanv1.HelmReleaseStatus]())
+	paths := slices.Sorted(maps.Keys(fieldPathsOf(reflect.TypeFor[fluxv2.HelmReleaseStatus]())))
+	g.Expect(paths).To(ContainElements("inventory.entries[].id", "inventory.entries[].v", "history[].action"),
+		"the walk did not reach Flux v1.6's status")
+	written := 0
+	for _, p := range paths {
+		if covered(UnwrittenStatusFields, p) {
+			g.Expect(treeHas(ours, p)).To(BeFalse(), "status.%s is ours but listed in UnwrittenStatusFields", p)
+			continue
+		}
+		written++
+		g.Expect(treeHas(ours, p)).To(BeTrue(), "Flux field status.%s is neither a field of our status nor in UnwrittenStatusFields", p)
+	}
+	t.Logf("Flux v1.6.5 HelmReleaseStatus: %d field paths, %d written, %d not", len(paths), written, len(paths)-written)
+	for _, r := range UnwrittenStatusFields {
+		g.Expect(slices.ContainsFunc(paths, func(p string) bool { return p == r.Path || strings.HasPrefix(p, r.Path+".") })).
+			To(BeTrue(), "rule for status.%s names no Flux field: the table is stale", r.Path)
 	}
 }
 
@@ -183,5 +221,8 @@ func TestFluxParity_DocsListEveryRule(t *testing.T) {
 		for _, r := range table {
 			g.Expect(string(doc)).To(ContainSubstring("`spec."+r.Path+"`"), "docs/helmreleases.md does not list %s", r.Path)
 		}
+	}
+	for _, r := range UnwrittenStatusFields {
+		g.Expect(string(doc)).To(ContainSubstring("`status."+r.Path+"`"), "docs/helmreleases.md does not list status.%s", r.Path)
 	}
 }

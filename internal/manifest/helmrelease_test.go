@@ -201,8 +201,8 @@ func TestConvertHelmRelease_refused(t *testing.T) {
 			wantErr: "field spec.chart.spec.verify is not supported (UnsupportedField): the chart would be installed without verifying its signature"},
 		{name: "CEL readiness of a dependency", doc: hrWith("chartRef: {kind: OCIRepository, name: c}\n  dependsOn: [{name: a}, {name: b, readyExpr: 'status.ready'}]"),
 			wantErr: "field spec.dependsOn[1].readyExpr is not supported (UnsupportedField): a dependency is ready when"},
-		{name: "newer Flux fields are refused, all named, not dropped", doc: hrWith("chartRef: {kind: OCIRepository, name: c}\n  waitStrategy: {name: poller}\n  upgrade: {serverSideApply: auto}"),
-			wantErr: "HelmRelease team/a: field spec.upgrade.serverSideApply, spec.waitStrategy is not supported (UnsupportedField)"},
+		{name: "fields Flux v1.6 does not have are refused, all named, not dropped", doc: hrWith("chartRef: {kind: OCIRepository, name: c}\n  waitStrategy: {name: poller, timeout: 1m}\n  upgrade: {serverSideApply: auto, atomic: true}"),
+			wantErr: "HelmRelease team/a: field spec.upgrade.atomic, spec.waitStrategy.timeout is not supported (UnsupportedField)"},
 		{name: "a typo is refused, not dropped", doc: hrWith("chartRef: {kind: OCIRepository, name: c}\n  install: {remediaton: {retries: 3}}"),
 			wantErr: "field spec.install.remediaton is not supported (UnsupportedField)"},
 		{name: "chartRef to an ExternalArtifact", doc: hrWith("chartRef: {kind: ExternalArtifact, name: c}"),
@@ -243,8 +243,10 @@ func TestNewFieldTree_followsOurAPI(t *testing.T) {
 		{path: []string{"install"}},
 		{path: []string{"install", "ActionOptions"}, wantNone: true},
 		{path: []string{"postRenderers", "kustomize", "patches", "target", "labelSelector"}, wantLeaf: true},
-		{path: []string{"chart", "spec", "verify"}, wantLeaf: true}, // refused at admission; opaque
-		{path: []string{"waitStrategy"}, wantNone: true},
+		{path: []string{"chart", "spec", "verify"}, wantLeaf: true},     // refused at admission; opaque
+		{path: []string{"waitStrategy", "name"}, wantLeaf: true},        // Flux v1.6
+		{path: []string{"healthCheckExprs", "current"}, wantLeaf: true}, // Flux v1.6
+		{path: []string{"waitStrategy", "timeout"}, wantNone: true},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.path, "."), func(t *testing.T) {

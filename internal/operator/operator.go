@@ -25,6 +25,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/habitat"
 	"github.com/kraan-io/kraan-operator/internal/controller/helmrelease"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/watches"
@@ -60,6 +61,9 @@ type Options struct {
 	// RecordKey, when set, is the key itself and RecordKeySecret is not
 	// read: tests sign the records they edit with the same key.
 	RecordKey []byte
+	// HelmDefaults resolve the fields Flux v1.5/v1.6 added when a release
+	// leaves them unset (--feature-gates=UseHelm3Defaults).
+	HelmDefaults defaults.Defaults
 }
 
 // WatchedKinds are the kinds whose informers must have synced before the
@@ -99,6 +103,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		Charts:                opts.Charts,
 		ChartArtifactsDir:     opts.ChartArtifactsDir,
 		ChartFetch:            opts.ChartFetch,
+		HelmDefaults:          opts.HelmDefaults,
 	}); err != nil {
 		return fmt.Errorf("setting up the HelmRelease controller: %w", err)
 	}

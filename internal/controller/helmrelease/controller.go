@@ -14,6 +14,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 )
@@ -49,6 +50,9 @@ type Options struct {
 	// ChartFetch caps what chart repositories and registries may send and
 	// sizes the caches of what they sent; unused when Charts is set.
 	ChartFetch chart.Options
+	// HelmDefaults resolve the fields Flux v1.5/v1.6 added when a release
+	// leaves them unset (--feature-gates=UseHelm3Defaults).
+	HelmDefaults defaults.Defaults
 }
 
 // Reconciler installs and keeps HelmReleases in sync with the
@@ -69,7 +73,10 @@ type Reconciler struct {
 	// DependencyRequeue is how often a release waiting on dependencies is
 	// looked at again besides the watch on them: a safety net, not the trigger.
 	DependencyRequeue time.Duration
-	Metrics           *Metrics
+	// HelmDefaults resolve the fields Flux v1.5/v1.6 added when a release
+	// leaves them unset: how it waits, applies and post-renders.
+	HelmDefaults defaults.Defaults
+	Metrics      *Metrics
 	// runs are the Helm runs going on outside the workers.
 	runs *runs
 	// repoWatch re-queues the releases a change of their HelmRepository's

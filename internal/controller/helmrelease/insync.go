@@ -17,7 +17,8 @@ import (
 // the desired chart, values and post-renderers and status already says so:
 // an idle resync then costs no Helm action, and no LIST of release Secrets.
 // Anything it cannot vouch for (a remote cluster, tests or drift detection to
-// run, a pending force request, a generation not yet handled) gets a full run.
+// run, a pending force request, a generation not yet handled, a status
+// written before status.inventory existed) gets a full run.
 func (r *Reconciler) inSync(ctx context.Context, sc *releaseScope) bool {
 	hr := sc.hr
 	s := &hr.Status
@@ -25,7 +26,7 @@ func (r *Reconciler) inSync(ctx context.Context, sc *releaseScope) bool {
 	switch {
 	case dd != nil && dd.Mode != "" && dd.Mode != kraanv1.DriftDetectionDisabled,
 		s.ObservedGeneration != hr.Generation || s.LastAttemptedGeneration != hr.Generation,
-		!isReady(hr), len(s.History) == 0,
+		!isReady(hr), len(s.History) == 0, s.Inventory == nil,
 		s.LastAttemptedValuesChecksum != attemptDigest(sc.desired),
 		requestPending(hr, forceAtAnnotation, s.LastHandledForceAt),
 		requestPending(hr, resetAtAnnotation, s.LastHandledResetAt),

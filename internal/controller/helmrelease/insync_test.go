@@ -62,6 +62,9 @@ func TestInSync_OnlyVouchesForWhatTheCacheShows(t *testing.T) {
 		{name: "drift detection", spoil: func(hr *kraanv1.HelmRelease, _ []*corev1.Secret, _ *releaseScope) {
 			hr.Spec.DriftDetection = &kraanv1.DriftDetection{Mode: kraanv1.DriftDetectionWarn}
 		}},
+		{name: "status written before status.inventory existed", spoil: func(hr *kraanv1.HelmRelease, _ []*corev1.Secret, _ *releaseScope) {
+			hr.Status.Inventory = nil
+		}},
 		{name: "a remote cluster", spoil: func(_ *kraanv1.HelmRelease, _ []*corev1.Secret, sc *releaseScope) {
 			sc.target.Cluster = &helm.Cluster{}
 		}},
@@ -84,6 +87,7 @@ func syncedRelease() (*kraanv1.HelmRelease, []*corev1.Secret, *releaseScope) {
 	hr.Status.ObservedGeneration, hr.Status.LastAttemptedGeneration = 2, 2
 	hr.Status.LastAttemptedValuesChecksum = attemptDigest(desired)
 	hr.Status.History = []kraanv1.Snapshot{{Version: 2, Status: "deployed"}}
+	hr.Status.Inventory = &kraanv1.ResourceInventory{Entries: []kraanv1.ResourceRef{}}
 	hr.Status.Conditions = []metav1.Condition{{Type: kraanv1.ReadyCondition, Status: metav1.ConditionTrue, ObservedGeneration: 2}}
 	records := []*corev1.Secret{record(1, "superseded", nil), record(2, "deployed", map[string]string{
 		helm.ChartDigestLabel:  strings.Repeat("ab", 16),

@@ -53,6 +53,7 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		Events:                kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 		NoCrossNamespaceRefs:  opts.NoCrossNamespaceRefs,
+		HelmDefaults:          opts.HelmDefaults,
 		DependencyRequeue:     opts.DependencyRequeueOrDefault(),
 		Metrics:               metrics,
 		runs:                  newRuns(opts.MaxConcurrentReconciles),

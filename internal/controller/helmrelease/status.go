@@ -2,6 +2,7 @@ package helmrelease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -194,6 +195,7 @@ func (r *Reconciler) recordRun(sc *releaseScope, run *run) {
 	for _, step := range res.Steps {
 		if step.Action == helm.ActionInstall || step.Action == helm.ActionUpgrade {
 			s.LastAttemptedReleaseAction = string(step.Action)
+			s.LastAttemptedReleaseActionDuration = &metav1.Duration{Duration: step.Duration}
 			s.ObservedPostRenderersDigest = desired.PostRenderersDigest
 		}
 	}
@@ -204,9 +206,80 @@ func (r *Reconciler) recordRun(sc *releaseScope, run *run) {
 		r.recordStep(hr, step)
 	}
 	latest := res.LatestRevision(desired)
-	recordSnapshot(hr, latest)
+	recordSnapshot(hr, latest, releaseActionOf(latest, storageChangingSteps(res.Steps, run.err), hr.Status.History))
+	r.recordInventory(hr, run.request.Target, latest, desired)
 	setReleasedCondition(hr, latest, res.Steps)
 	setTestCondition(hr, latest)
+}
+
+// storageChangingSteps are the steps of a run that may have written to
+// release storage: all of them, but for a last failed step that ended the
+// run with its own error — the engine stops there only when storage is as
+// the step found it (a denied or invalid action), and never for RetryLater.
+func storageChangingSteps(steps []helm.Step, runErr error) []helm.Step {
+	var later *helm.RetryLater
+	if n := len(steps); n > 0 && steps[n-1].Err != nil && runErr != nil && !errors.As(runErr, &later) {
+		return steps[:n-1]
+	}
+	return steps
+}
+
+// releaseActionOf is Flux's history[].action of latest: the action that
+// made the revision what it is. A revision status already reports with the
+// same status keeps its action (a test, a failed attempt that wrote nothing,
+// a resync); otherwise it is the last step of the run that wrote a revision.
+// An unlock only marks a revision failed, so it keeps the action reported
+// for it. A revision no step of this run explains (made by an earlier run
+// whose result was not reported, or by someone else) is named from the
+// description Helm wrote on it.
+func releaseActionOf(latest *helm.Revision, steps []helm.Step, history []kraanv1.Snapshot) kraanv1.ReleaseAction {
+	if latest == nil {
+		return ""
+	}
+	sameRevision := len(history) > 0 && history[0].Name == latest.Name && history[0].Version == latest.Version
+	if sameRevision && history[0].Status == latest.Status {
+		return history[0].Action
+	}
+	for i := len(steps) - 1; i >= 0; i-- {
+		if action, ok := revisionActions[steps[i].Action]; ok {
+			return action
+		}
+		if steps[i].Action == helm.ActionUnlock {
+			break
+		}
+	}
+	if sameRevision && history[0].Action != "" {
+		return history[0].Action
+	}
+	return actionFromDescription(latest)
+}
+
+// actionFromDescription names the action that made rev from the description
+// Helm (3 and 4) writes on a revision; empty when it does not tell.
+func actionFromDescription(rev *helm.Revision) kraanv1.ReleaseAction {
+	d := rev.Description
+	switch {
+	case d == "Install complete" || d == "Initial install underway":
+		return kraanv1.ReleaseActionInstall
+	case d == "Upgrade complete" || d == "Preparing upgrade" || strings.HasPrefix(d, `Upgrade "`):
+		return kraanv1.ReleaseActionUpgrade
+	case strings.HasPrefix(d, "Rollback to ") || strings.HasPrefix(d, `Rollback "`):
+		return kraanv1.ReleaseActionRollback
+	case d == "Uninstallation complete":
+		return kraanv1.ReleaseActionUninstall
+	case strings.HasPrefix(d, `Release "`) && rev.Version == 1:
+		return kraanv1.ReleaseActionInstall // a failed first install
+	}
+	return ""
+}
+
+// revisionActions are the engine's actions that write a revision, as
+// Flux's release actions; the engine uninstalls only to remediate.
+var revisionActions = map[helm.Action]kraanv1.ReleaseAction{
+	helm.ActionInstall:   kraanv1.ReleaseActionInstall,
+	helm.ActionUpgrade:   kraanv1.ReleaseActionUpgrade,
+	helm.ActionRollback:  kraanv1.ReleaseActionRollback,
+	helm.ActionUninstall: kraanv1.ReleaseActionUninstallRemediation,
 }
 
 func (r *Reconciler) recordStep(hr *kraanv1.HelmRelease, step helm.Step) {
@@ -366,13 +439,14 @@ func setTestCondition(hr *kraanv1.HelmRelease, latest *helm.Revision) {
 		fmt.Sprintf("Tests of revision %d passed", latest.Version))
 }
 
-// recordSnapshot puts the latest revision at the head of status.history.
-func recordSnapshot(hr *kraanv1.HelmRelease, rev *helm.Revision) {
+// recordSnapshot puts the latest revision, made by action, at the head of
+// status.history.
+func recordSnapshot(hr *kraanv1.HelmRelease, rev *helm.Revision, action kraanv1.ReleaseAction) {
 	if rev == nil {
 		return
 	}
 	snap := kraanv1.Snapshot{
-		Name: rev.Name, Namespace: rev.Namespace, Version: rev.Version, Status: rev.Status,
+		Name: rev.Name, Namespace: rev.Namespace, Version: rev.Version, Status: rev.Status, Action: action,
 		ChartName: rev.ChartName, ChartVersion: rev.ChartVersion, AppVersion: rev.AppVersion,
 		Digest: rev.ChartDigest, ConfigDigest: rev.ConfigDigest,
 		FirstDeployed: metav1.NewTime(rev.FirstDeployed), LastDeployed: metav1.NewTime(rev.LastDeployed),

@@ -37,6 +37,15 @@ func TestHelmRelease_InstallNoopUpgradeUninstall(t *testing.T) {
 	g.Expect(condition(hr, kraanv1.ReleasedCondition).Reason).To(Equal(kraanv1.ReasonInstallSucceeded))
 	g.Expect(hr.Status.History).To(HaveLen(1))
 	g.Expect(hr.Status.History[0].ChartVersion).To(Equal("0.1.0"))
+	g.Expect(hr.Status.History[0].Action).To(Equal(kraanv1.ReleaseActionInstall))
+	// Flux's inventory: every object of the manifest, with its namespace.
+	g.Expect(hr.Status.Inventory).NotTo(BeNil())
+	g.Expect(hr.Status.Inventory.Entries).To(ConsistOf(
+		kraanv1.ResourceRef{ID: ns + "_app_apps_Deployment", Version: "v1"},
+		kraanv1.ResourceRef{ID: ns + "_app__ConfigMap", Version: "v1"},
+		kraanv1.ResourceRef{ID: ns + "_app__Service", Version: "v1"},
+	))
+	g.Expect(hr.Status.LastAttemptedReleaseActionDuration).NotTo(BeNil())
 	g.Expect(deployment(g, ns, "app").Status.ReadyReplicas).To(Equal(int32(2)), "Helm waited for the Deployment")
 	g.Expect(configMapData(g, ns, "app")).To(HaveKeyWithValue("message", "one"))
 
@@ -57,6 +66,10 @@ func TestHelmRelease_InstallNoopUpgradeUninstall(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	hr = readyAt(t, ns, "app")
 	g.Expect(condition(hr, kraanv1.ReleasedCondition).Reason).To(Equal(kraanv1.ReasonUpgradeSucceeded))
+	g.Expect(hr.Status.History[0].Version).To(Equal(2))
+	g.Expect(hr.Status.History[0].Action).To(Equal(kraanv1.ReleaseActionUpgrade))
+	g.Expect(hr.Status.History[1].Action).To(Equal(kraanv1.ReleaseActionInstall), "older snapshots keep theirs")
+	g.Expect(hr.Status.Inventory.Entries).To(HaveLen(3))
 
 	// A change of the valuesFrom ConfigMap alone upgrades too.
 	values.Data["values.yaml"] = "replicaCount: 3\n"

@@ -47,6 +47,9 @@ func TestHelmRelease_FailedUpgradeRollsBackStallsAndRecovers(t *testing.T) {
 	g.Expect(condition(stalled, kraanv1.RemediatedCondition).Reason).To(Equal(kraanv1.ReasonRollbackSucceeded))
 	g.Expect(stalled.Status.UpgradeFailures).To(Equal(int64(2)), "one try and one retry")
 	g.Expect(stalled.Status.History[0].Status).To(Equal("deployed"), "rolled back to a deployed revision")
+	g.Expect(stalled.Status.History[0].Action).To(Equal(kraanv1.ReleaseActionRollback), "the rollback made the deployed revision")
+	g.Expect(stalled.Status.Inventory.Entries).To(ContainElement(
+		kraanv1.ResourceRef{ID: ns + "_rt-realistic_apps_Deployment", Version: "v1"}), "what the rollback applied")
 	g.Expect(deployment(g, ns, "rt-realistic").UID).To(Equal(uid), "the deployed workload was kept")
 
 	// Fixing the spec clears Stalled and upgrades.
