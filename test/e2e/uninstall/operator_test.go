@@ -1,6 +1,7 @@
 package uninstall_test
 
 import (
+	"cmp"
 	"context"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/kraan-io/kraan-operator/internal/testenv"
@@ -43,7 +45,12 @@ func deployOperator(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "default"))
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, r := range resources.Resources() {
+	// The Namespace first: kustomize keeps the kustomization's order.
+	ordered := resources.Resources()
+	slices.SortStableFunc(ordered, func(a, b *resource.Resource) int {
+		return cmp.Compare(namespaceLast(a), namespaceLast(b))
+	})
+	for _, r := range ordered {
 		if r.GetKind() == "CustomResourceDefinition" {
 			continue
 		}
@@ -54,6 +61,14 @@ func deployOperator(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred(), "creating %s %s", obj.GetKind(), obj.GetName())
 		}
 	}
+}
+
+// namespaceLast sorts Namespaces first.
+func namespaceLast(r *resource.Resource) int {
+	if r.GetKind() == "Namespace" {
+		return 0
+	}
+	return 1
 }
 
 // startOperatorPod runs the operator binary as the pod of config/default's
