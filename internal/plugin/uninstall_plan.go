@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,10 +38,10 @@ var operatorKinds = []schema.GroupVersionKind{
 	appsv1.SchemeGroupVersion.WithKind("Deployment"),
 	{Version: "v1", Kind: "Service"},
 	{Version: "v1", Kind: "ServiceAccount"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"},
+	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+	rbacv1.SchemeGroupVersion.WithKind("Role"),
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"),
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"},
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"},
 	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
@@ -188,7 +189,7 @@ func operatorNamespaces(ctx context.Context, s *session, deployments []appsv1.De
 func (p *plan) refuseOLM() error {
 	for _, d := range p.deployments {
 		if csv := olmOwner(&d); csv != "" {
-			return fmt.Errorf("Deployment %s/%s belongs to OLM's ClusterServiceVersion %s: delete its Subscription and ClusterServiceVersion first "+
+			return fmt.Errorf("the operator's Deployment %s/%s belongs to OLM's ClusterServiceVersion %s: delete its Subscription and ClusterServiceVersion first "+
 				"(the CRDs stay), then run `kubectl kraan uninstall` again to remove the finalizers; see docs/operations.md#removing-the-operator",
 				d.Namespace, d.Name, csv)
 		}
