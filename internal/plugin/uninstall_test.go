@@ -56,3 +56,13 @@ func TestStoredKind_StorageVersion(t *testing.T) {
 	}}
 	NewWithT(t).Expect(storedKind(crd)).To(Equal(schema.GroupVersionKind{Group: "kraan.io", Version: "v1beta1", Kind: "AddonsLayer"}))
 }
+
+func TestPlanRefuseOLM_NamesTheCSVAndTheOrder(t *testing.T) {
+	g := NewWithT(t)
+	p := &plan{deployments: []appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "operators", Name: "kraan-controller-manager",
+		Labels: map[string]string{"olm.owner": "kraan-operator.v0.1.0", "olm.owner.kind": "ClusterServiceVersion"}}}}}
+	err := p.refuseOLM()
+	g.Expect(err).To(MatchError(And(ContainSubstring("ClusterServiceVersion kraan-operator.v0.1.0"),
+		ContainSubstring("delete its Subscription and ClusterServiceVersion first"))))
+	g.Expect((&plan{deployments: []appsv1.Deployment{{}}}).refuseOLM()).To(Succeed())
+}
