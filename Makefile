@@ -201,17 +201,25 @@ KUBECTL_ENV = $(if $(KUBECONFIG),,$(if $(wildcard $(LOCALPLANE_DIR)/kubeconfig),
 install: manifests $(KUBECTL) ## Install the CRDs into the cluster of KUBECONFIG (or the local plane).
 	$(KUBECTL_ENV) $(KUBECTL) apply --server-side -k config/crd
 
+# uninstall and undeploy never delete a CRD under a running operator, which
+# would run every finalizer and uninstall every release: `kubectl kraan
+# uninstall` stops the operator, removes its finalizers and only then deletes
+# it; every release and what layers applied stay
+# (docs/operations.md#removing-the-operator). UNINSTALL_FLAGS adds flags:
+# --dry-run to see the plan; --uninstall-releases is the explicit destructive path.
+KRAAN_PLUGIN = $(GO) run ./cmd/kubectl-kraan
+
 .PHONY: uninstall
-uninstall: manifests $(KUBECTL) ## Remove the CRDs from the cluster.
-	$(KUBECTL_ENV) $(KUBECTL) delete --ignore-not-found -k config/crd
+uninstall: ## Remove the operator and its CRDs; every release and object stays (kubectl kraan uninstall --crds).
+	$(KUBECTL_ENV) $(KRAAN_PLUGIN) uninstall --crds $(UNINSTALL_FLAGS)
 
 .PHONY: deploy
 deploy: manifests $(KUBECTL) ## Deploy the operator (image IMG) to the cluster.
 	$(KUBECTL_ENV) $(KUBECTL) kustomize config/default | sed 's#controller:latest#$(IMG)#' | $(KUBECTL_ENV) $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy
-undeploy: $(KUBECTL) ## Remove the operator from the cluster.
-	$(KUBECTL_ENV) $(KUBECTL) delete --ignore-not-found -k config/default
+undeploy: ## Remove the operator and its namespace; CRDs, releases and objects stay (kubectl kraan uninstall --delete-namespace).
+	$(KUBECTL_ENV) $(KRAAN_PLUGIN) uninstall --delete-namespace $(UNINSTALL_FLAGS)
 
 ##@ OLM (docs/olm.md)
 

@@ -1,5 +1,5 @@
 // Command kubectl-kraan is the kubectl plugin of kraan-operator: `kubectl
-// kraan get|tree|graph|diff|trace|reconcile|suspend|resume|events`. See
+// kraan get|tree|graph|diff|trace|reconcile|suspend|resume|events|uninstall`. See
 // docs/kubectl-plugin.md; the commands live in internal/plugin.
 package main
 

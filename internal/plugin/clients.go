@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,6 +28,7 @@ var scheme = func() *runtime.Scheme {
 	utilruntime.Must(kraanv1.AddToScheme(s))
 	utilruntime.Must(habitatv1.AddToScheme(s))
 	utilruntime.Must(sourcev1.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }()
 

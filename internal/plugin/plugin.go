@@ -69,7 +69,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "List HelmReleases in every namespace.")
 	root.PersistentFlags().StringVar(&o.color, "color", "auto", "Colour the status: auto, always or never.")
 	root.AddCommand(newGetCommand(o), newTreeCommand(o), newGraphCommand(o), newDiffCommand(o), newTraceCommand(o),
-		newReconcileCommand(o), newSuspendCommand(o, true), newSuspendCommand(o, false), newEventsCommand(o))
+		newReconcileCommand(o), newSuspendCommand(o, true), newSuspendCommand(o, false), newEventsCommand(o),
+		newUninstallCommand(o))
 	return root
 }
 
