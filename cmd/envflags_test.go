@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -98,4 +101,15 @@ func countFlags(fs *flag.FlagSet) int {
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
 	return n
+}
+
+// docs/olm.md lists the variable of every flag: OLM users have no other way
+// to learn them.
+func TestDocs_ListEveryFlagVariable(t *testing.T) {
+	g := NewWithT(t)
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "olm.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	newFlagSet(&options{}, io.Discard).VisitAll(func(f *flag.Flag) {
+		g.Expect(string(doc)).To(ContainSubstring(fmt.Sprintf("| `%s` | `--%s` |", flagEnvName(f.Name), f.Name)))
+	})
 }

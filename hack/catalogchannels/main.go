@@ -66,10 +66,10 @@ func run(args []string, out io.Writer) error {
 	}
 	docs := make([]any, 0, len(channels)+1)
 	for _, ch := range channels {
-		docs = append(docs, channelDoc(*pkg, ch, bundles))
+		docs = append(docs, newChannel(*pkg, ch, bundles))
 	}
 	if len(deprecated) > 0 {
-		doc, err := deprecationsDoc(*pkg, channels, deprecated)
+		doc, err := newDeprecations(*pkg, channels, deprecated)
 		if err != nil {
 			return err
 		}
@@ -150,38 +150,59 @@ func checkChain(bundles []bundle) error {
 	return errors.Join(errs...)
 }
 
-// channelDoc is an olm.channel holding every bundle.
-func channelDoc(pkg, name string, bundles []bundle) map[string]any {
-	entries := make([]map[string]any, 0, len(bundles))
-	for _, b := range bundles {
-		e := map[string]any{"name": b.name}
-		if b.replaces != "" {
-			e["replaces"] = b.replaces
-		}
-		if b.skipRange != "" {
-			e["skipRange"] = b.skipRange
-		}
-		entries = append(entries, e)
+// The documents written: an olm.channel and olm.deprecations, as opm reads them.
+type (
+	channelDoc struct {
+		Schema  string         `json:"schema"`
+		Package string         `json:"package"`
+		Name    string         `json:"name"`
+		Entries []channelEntry `json:"entries"`
 	}
-	return map[string]any{"schema": "olm.channel", "package": pkg, "name": name, "entries": entries}
+	channelEntry struct {
+		Name      string `json:"name"`
+		Replaces  string `json:"replaces,omitempty"`
+		SkipRange string `json:"skipRange,omitempty"`
+	}
+	deprecationsDoc struct {
+		Schema  string             `json:"schema"`
+		Package string             `json:"package"`
+		Entries []deprecationEntry `json:"entries"`
+	}
+	deprecationEntry struct {
+		Reference reference `json:"reference"`
+		Message   string    `json:"message"`
+	}
+	reference struct {
+		Schema string `json:"schema"`
+		Name   string `json:"name"`
+	}
+)
+
+const schemaChannel = "olm.channel"
+
+// newChannel is an olm.channel holding every bundle.
+func newChannel(pkg, name string, bundles []bundle) channelDoc {
+	entries := make([]channelEntry, 0, len(bundles))
+	for _, b := range bundles {
+		entries = append(entries, channelEntry{Name: b.name, Replaces: b.replaces, SkipRange: b.skipRange})
+	}
+	return channelDoc{Schema: schemaChannel, Package: pkg, Name: name, Entries: entries}
 }
 
-// deprecationsDoc is the olm.deprecations document marking channels
-// deprecated: OLM shows the message on the Subscriptions that follow them.
-func deprecationsDoc(pkg string, channels, deprecated []string) (map[string]any, error) {
-	entries := make([]map[string]any, 0, len(deprecated))
+// newDeprecations is the olm.deprecations document listing the channels
+// given as deprecated, each with its message: OLM shows it on the
+// Subscriptions that follow the channel.
+func newDeprecations(pkg string, channels, deprecated []string) (deprecationsDoc, error) {
+	doc := deprecationsDoc{Schema: "olm.deprecations", Package: pkg}
 	for _, d := range deprecated {
 		name, message, ok := strings.Cut(d, "=")
 		if !ok || message == "" {
-			return nil, fmt.Errorf("--deprecated-channel %q: want NAME=MESSAGE", d)
+			return doc, fmt.Errorf("--deprecated-channel %q: want NAME=MESSAGE", d)
 		}
 		if !slices.Contains(channels, name) {
-			return nil, fmt.Errorf("--deprecated-channel %s: not a --channel", name)
+			return doc, fmt.Errorf("--deprecated-channel %s: not a --channel", name)
 		}
-		entries = append(entries, map[string]any{
-			"reference": map[string]any{"schema": "olm.channel", "name": name},
-			"message":   message,
-		})
+		doc.Entries = append(doc.Entries, deprecationEntry{Reference: reference{Schema: schemaChannel, Name: name}, Message: message})
 	}
-	return map[string]any{"schema": "olm.deprecations", "package": pkg, "entries": entries}, nil
+	return doc, nil
 }
