@@ -92,7 +92,10 @@ func record(namespace, name string, version int, status string, written time.Tim
 func TestHelmActionsInFlight(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Unix(1_800_000_000, 0)
+	notHelm := record("apps", "x", 1, "pending-install", now)
+	notHelm.Labels["owner"] = "someone-else"
 	records := []metav1.PartialObjectMetadata{
+		notHelm,
 		record("apps", "web", 1, "superseded", now.Add(-2*time.Hour)),
 		record("apps", "web", 2, "pending-upgrade", now.Add(-10*time.Minute)), // newest: running
 		record("apps", "db", 1, "pending-install", now.Add(-2*time.Hour)),     // left by a dead process
@@ -101,14 +104,11 @@ func TestHelmActionsInFlight(t *testing.T) {
 		record("other", "web", 1, "deployed", now),
 		record("apps", "stuck", 1, "pending-install", now.Add(-StalePendingAfter)), // stale now
 	}
-	notHelm := record("apps", "x", 1, "pending-install", now)
-	notHelm.Labels["owner"] = "someone-else"
-	records = append(records, notHelm)
 	inFlight, staleIn := helmActionsInFlight(records, now)
 	g.Expect(inFlight).To(Equal([]string{"apps/cache (pending-rollback)", "apps/web (pending-upgrade)"}))
 	g.Expect(staleIn).To(Equal(30*time.Minute), "when the older pending record turns stale, look again")
 
-	inFlight, staleIn = helmActionsInFlight(records[:1], now)
+	inFlight, staleIn = helmActionsInFlight(records[:2], now)
 	g.Expect(inFlight).To(BeEmpty())
 	g.Expect(staleIn).To(BeZero())
 }
