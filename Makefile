@@ -15,7 +15,7 @@ export GOTOOLCHAIN := local
 # Image of the operator, used by deploy, bundle, image and docker-build.
 # IMAGE_REGISTRY=host/namespace makes `make image bundle-image catalog-image`
 # push there, and names the images there (docs/olm.md).
-VERSION ?= 0.1.0
+VERSION ?= 0.2.0
 IMAGE_REGISTRY ?=
 IMAGE_REPO := $(if $(IMAGE_REGISTRY),$(IMAGE_REGISTRY),ghcr.io/kraan-io)
 IMG ?= $(IMAGE_REPO)/kraan-operator:v$(VERSION)
@@ -227,9 +227,25 @@ undeploy: ## Remove the operator and its namespace; CRDs, releases and objects s
 # samples, scorecard) in a scratch directory, then moved into place; `make
 # verify` generates it again and fails when bundle/ differs.
 BUNDLE_PACKAGE := kraan-operator
-BUNDLE_CHANNELS ?= stable
-BUNDLE_DEFAULT_CHANNEL ?= stable
-BUNDLE_IMG ?= $(IMAGE_REPO)/kraan-operator-bundle:v$(VERSION)
+# The API is kraan.io/v1alpha1: the channel says alpha. `stable`, the channel
+# of 0.1.0, stays in the catalog with every bundle so its Subscriptions keep
+# upgrading, marked deprecated (docs/olm.md, "Channels").
+BUNDLE_CHANNELS ?= alpha
+BUNDLE_DEFAULT_CHANNEL ?= alpha
+CATALOG_CHANNELS := alpha stable
+CATALOG_DEPRECATED_CHANNEL := stable=The stable channel is deprecated: the API is v1alpha1. Set spec.channel of the Subscription to alpha, which holds the same versions.
+BUNDLE_IMG_REPO := $(IMAGE_REPO)/kraan-operator-bundle
+BUNDLE_IMG ?= $(BUNDLE_IMG_REPO):v$(VERSION)
+# Released bundles the catalog keeps beside bundle/, oldest first, as
+# VERSION=COMMIT: bundle-history/VERSION is bundle/ of COMMIT, committed as it
+# was released (`make bundle-history-check` compares them; never regenerate
+# them). The bundle of VERSION replaces the last of them and skips every
+# version below its own (spec.replaces and olm.skipRange, stamped by
+# gen-bundle). Releasing: add VERSION=<commit> here, copy bundle/ of that
+# commit to bundle-history/VERSION, bump VERSION, `make bundle catalog`.
+BUNDLE_HISTORY := 0.1.0=10cd4f858cdb419c59dd7407a4f6fe6a0c919193
+BUNDLE_HISTORY_VERSIONS := $(foreach h,$(BUNDLE_HISTORY),$(firstword $(subst =, ,$(h))))
+BUNDLE_PREVIOUS := $(lastword $(BUNDLE_HISTORY_VERSIONS))
 CATALOG_IMG ?= $(IMAGE_REPO)/kraan-operator-catalog:v$(VERSION)
 BUNDLE_GEN_DIR := $(CURDIR)/.cache/bundle-gen
 # operator-sdk stamps the time into createdAt; keep the CSV base's value so the
@@ -252,7 +268,10 @@ define gen-bundle
 	$(KUBECTL) kustomize config/manifests | sed 's#controller:latest#$(IMG)#g' | \
 		(cd $(1) && $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) \
 		--package $(BUNDLE_PACKAGE) --channels $(BUNDLE_CHANNELS) --default-channel $(BUNDLE_DEFAULT_CHANNEL))
-	sed -i 's/^    createdAt: .*/    createdAt: $(BUNDLE_CREATED_AT)/' $(1)/bundle/manifests/$(BUNDLE_PACKAGE).clusterserviceversion.yaml
+	sed -i -e 's/^    createdAt: .*/    createdAt: $(BUNDLE_CREATED_AT)/' \
+		-e "s/^    olm.skipRange: .*/    olm.skipRange: '<$(VERSION)'/" \
+		-e 's/^  replaces: .*/  replaces: $(BUNDLE_PACKAGE).v$(BUNDLE_PREVIOUS)/' \
+		$(1)/bundle/manifests/$(BUNDLE_PACKAGE).clusterserviceversion.yaml
 endef
 
 .PHONY: bundle
@@ -312,25 +331,42 @@ chart-check: ## Fail when dist/chart's generated files are out of date with conf
 	@diff -r dist/chart .cache/chart-check || { echo "dist/chart is out of date; run 'make chart' and commit."; exit 1; }
 	@rm -rf .cache/chart-check
 
-# gen-catalog DIR: write the file-based catalog of bundle/ into DIR and validate it.
+# gen-catalog DIR: write the file-based catalog into DIR and validate it: the
+# released bundles of bundle-history/ and bundle/, each with its bundle image
+# by tag, and the channels CATALOG_CHANNELS holding them all, whose entries
+# hack/catalogchannels takes from the CSVs (replaces, olm.skipRange); it fails
+# unless each bundle replaces the one before it.
+CATALOG_BUNDLES = $(addprefix bundle-history/,$(BUNDLE_HISTORY_VERSIONS)) bundle
 define gen-catalog
 	rm -rf $(1) && mkdir -p $(1)/$(BUNDLE_PACKAGE)
-	$(OPM) init $(BUNDLE_PACKAGE) --default-channel=$(BUNDLE_DEFAULT_CHANNEL) --icon=config/manifests/icon.svg --output=yaml > $(1)/$(BUNDLE_PACKAGE)/index.yaml
+	$(OPM) init $(BUNDLE_PACKAGE) --default-channel=$(BUNDLE_DEFAULT_CHANNEL) --icon=config/manifests/icon.svg \
+		--description=config/manifests/catalog-description.md --output=yaml > $(1)/$(BUNDLE_PACKAGE)/index.yaml
+	$(foreach v,$(BUNDLE_HISTORY_VERSIONS),$(OPM) render ./bundle-history/$(v) --output=yaml | \
+		sed 's#^image: ""#image: $(BUNDLE_IMG_REPO):v$(v)#' >> $(1)/$(BUNDLE_PACKAGE)/index.yaml;)
 	$(OPM) render ./bundle --output=yaml | sed 's#^image: ""#image: $(BUNDLE_IMG)#' >> $(1)/$(BUNDLE_PACKAGE)/index.yaml
-	printf -- '---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n- name: %s.v%s\n' \
-		$(BUNDLE_PACKAGE) $(BUNDLE_DEFAULT_CHANNEL) $(BUNDLE_PACKAGE) $(VERSION) >> $(1)/$(BUNDLE_PACKAGE)/index.yaml
+	$(GO) run ./hack/catalogchannels --package $(BUNDLE_PACKAGE) $(addprefix --channel ,$(CATALOG_CHANNELS)) \
+		--deprecated-channel '$(CATALOG_DEPRECATED_CHANNEL)' $(CATALOG_BUNDLES) >> $(1)/$(BUNDLE_PACKAGE)/index.yaml
 	$(OPM) validate $(1)
 endef
 
 .PHONY: catalog
-catalog: $(OPM) ## Write the file-based catalog (catalog/) from bundle/ (run `make bundle` first) and validate it.
+catalog: $(OPM) ## Write the file-based catalog (catalog/) from bundle-history/ and bundle/ (run `make bundle` first) and validate it.
 	$(call gen-catalog,catalog)
 
 .PHONY: catalog-check
-catalog-check: $(OPM) ## Fail when catalog/ is out of date with bundle/.
+catalog-check: $(OPM) bundle-history-check ## Fail when catalog/ is out of date with bundle-history/ and bundle/, or its channel has no upgrade path.
 	@$(call gen-catalog,.cache/catalog-check)
 	@diff -r catalog .cache/catalog-check || { echo "catalog/ is out of date with bundle/; run 'make catalog' and commit."; exit 1; }
 	@rm -rf .cache/catalog-check
+
+.PHONY: bundle-history-check
+bundle-history-check: ## Fail when a bundle of bundle-history/ differs from bundle/ of the commit it was released from (BUNDLE_HISTORY).
+	@for h in $(BUNDLE_HISTORY); do v=$${h%%=*}; c=$${h#*=}; \
+		git cat-file -e "$$c^{commit}" 2>/dev/null || { echo "bundle-history/$$v: commit $$c is not in this clone; fetch the full history (git fetch --unshallow)"; exit 1; }; \
+		rm -rf .cache/bundle-history/$$v && mkdir -p .cache/bundle-history/$$v && git archive "$$c" bundle | tar -x -C .cache/bundle-history/$$v; \
+		diff -r bundle-history/$$v .cache/bundle-history/$$v/bundle || { echo "bundle-history/$$v differs from bundle/ of $$c, the release; restore it with git archive $$c bundle"; exit 1; }; \
+	done
+	@rm -rf .cache/bundle-history
 
 .PHONY: bundle-image
 bundle-image: image ## Build the bundle image (bundle/ with the operator image pinned by digest) into bin/images/bundle; IMAGE_REGISTRY= pushes.

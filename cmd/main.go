@@ -54,6 +54,9 @@ func run(ctx context.Context, args []string, output io.Writer) int {
 	zopts.DestWriter = output
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zopts)))
 	log := ctrl.Log.WithName("setup")
+	if len(opts.fromEnv) > 0 {
+		log.Info("Flags set from the environment", "variables", opts.fromEnv)
+	}
 	percent := setGCPercent()
 	if limit := setMemoryLimitFromCgroup(cgroupRoot); limit > 0 {
 		log.Info("Go memory limit follows the container's", "bytes", limit)

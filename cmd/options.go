@@ -61,11 +61,19 @@ type options struct {
 	// helmDefaults are the defaults of the fields Flux v1.5/v1.6 added,
 	// switched to Helm 3's by --feature-gates=UseHelm3Defaults=true.
 	helmDefaults defaults.Defaults
+	// fromEnv names the environment variables that set flags (envflags.go).
+	fromEnv []string
 }
 
 func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("kraan-operator", flag.ContinueOnError)
 	fs.SetOutput(output)
+	fs.Usage = func() {
+		_, _ = fmt.Fprintln(fs.Output(), "Usage of kraan-operator:")
+		fs.PrintDefaults()
+		_, _ = fmt.Fprintf(fs.Output(), "\nEvery flag can also be set by the environment variable %s and its name in upper case, "+
+			"dashes as underscores (--log-level: %s); the command line wins.\n", envPrefix, flagEnvName("log-level"))
+	}
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "",
 		"Path to a kubeconfig; defaults to $KUBECONFIG, then the in-cluster configuration.")
 	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8443",
@@ -185,10 +193,21 @@ func (b byteSize) Set(s string) error {
 	return nil
 }
 
-// parseOptions parses args into options and checks them.
+// parseOptions parses args, then the KRAAN_* environment variables of the
+// flags args does not set (envflags.go), into options and checks them.
 func parseOptions(args []string, output io.Writer) (*options, error) {
+	return parseOptionsEnv(args, output, os.LookupEnv)
+}
+
+// parseOptionsEnv is parseOptions reading the environment through lookup.
+func parseOptionsEnv(args []string, output io.Writer, lookup func(string) (string, bool)) (*options, error) {
 	opts := &options{}
-	if err := newFlagSet(opts, output).Parse(args); err != nil {
+	fs := newFlagSet(opts, output)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	var err error
+	if opts.fromEnv, err = setFlagsFromEnv(fs, lookup); err != nil {
 		return nil, err
 	}
 	if opts.minRetryDelay <= 0 || opts.maxRetryDelay < opts.minRetryDelay {

@@ -181,7 +181,11 @@ func runCatalog(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bundleFrom, err := imagebuild.CatalogBundleImage(catalogDir)
+	bundleName, err := imagebuild.BundleName(bundleDir)
+	if err != nil {
+		return err
+	}
+	bundleFrom, err := imagebuild.CatalogBundleImage(catalogDir, bundleName)
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,25 @@ func OperatorImageRef(bundleDir string) (string, error) {
 }
 
 // readCSV finds the ClusterServiceVersion among the bundle's manifests.
+// BundleName is the name of the bundle in bundleDir: its CSV's name, which
+// is the name of its olm.bundle in a catalog.
+func BundleName(bundleDir string) (string, error) {
+	_, csv, err := readCSV(bundleDir)
+	if err != nil {
+		return "", err
+	}
+	var c struct {
+		Metadata struct{ Name string }
+	}
+	if err := yaml.Unmarshal(csv, &c); err != nil {
+		return "", err
+	}
+	if c.Metadata.Name == "" {
+		return "", fmt.Errorf("the ClusterServiceVersion in %s has no name", bundleDir)
+	}
+	return c.Metadata.Name, nil
+}
+
 func readCSV(bundleDir string) (string, []byte, error) {
 	files, err := filepath.Glob(filepath.Join(bundleDir, "manifests", "*.clusterserviceversion.yaml"))
 	if err != nil || len(files) != 1 {

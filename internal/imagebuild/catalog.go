@@ -58,21 +58,22 @@ func catalogFile(name string) bool {
 	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.HasSuffix(name, ".json")
 }
 
-// PinCatalogFile pins the bundle and operator images in every document of a
-// file-based catalog file (a YAML stream, which JSON documents are too),
-// including the objects base64-encoded in olm.bundle.object properties — the
-// CSV among them gets the relatedImages the bundle image's CSV has — and
-// writes it back as YAML.
+// PinCatalogFile pins the bundle and operator images of the bundle built
+// with this catalog — the olm.bundle whose image is bundle.From — including
+// the objects base64-encoded in olm.bundle.object properties (the CSV among
+// them gets the relatedImages the bundle image's CSV has), and writes the
+// file-based catalog file (a YAML stream, which JSON documents are too) back
+// as YAML. The catalog's earlier bundles were published before: they keep
+// the references they were released with.
 func PinCatalogFile(data []byte, bundle, operator Pin) ([]byte, error) {
-	pins := Pins{bundle, operator}
 	var out []byte
 	for _, doc := range splitYAML(data) {
 		var obj map[string]any
 		if err := yaml.Unmarshal(doc, &obj); err != nil {
 			return nil, err
 		}
-		pins.Apply(obj)
-		if obj["schema"] == "olm.bundle" {
+		if obj["schema"] == "olm.bundle" && obj["image"] == bundle.From {
+			Pins{bundle, operator}.Apply(obj)
 			if err := pinBundleObjects(obj, operator); err != nil {
 				return nil, err
 			}
@@ -128,9 +129,10 @@ func pinBundleObjects(obj map[string]any, operator Pin) error {
 	return nil
 }
 
-// CatalogBundleImage is the bundle image the catalog in catalogDir lists, by
-// tag as `make catalog` wrote it: the image of its one olm.bundle.
-func CatalogBundleImage(catalogDir string) (string, error) {
+// CatalogBundleImage is the image, by tag as `make catalog` wrote it, of the
+// olm.bundle named bundleName (BundleName of bundle/) in the catalog in
+// catalogDir, which lists it once.
+func CatalogBundleImage(catalogDir, bundleName string) (string, error) {
 	images := map[string]bool{}
 	err := filepath.WalkDir(catalogDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -141,11 +143,11 @@ func CatalogBundleImage(catalogDir string) (string, error) {
 			return err
 		}
 		for _, doc := range splitYAML(data) {
-			var b struct{ Schema, Image string }
+			var b struct{ Schema, Name, Image string }
 			if err := yaml.Unmarshal(doc, &b); err != nil {
 				return fmt.Errorf("reading %s: %w", p, err)
 			}
-			if b.Schema == "olm.bundle" {
+			if b.Schema == "olm.bundle" && b.Name == bundleName {
 				images[b.Image] = true
 			}
 		}
@@ -155,7 +157,7 @@ func CatalogBundleImage(catalogDir string) (string, error) {
 		return "", err
 	}
 	if len(images) != 1 {
-		return "", fmt.Errorf("the catalog in %s lists %d bundle images, want 1; run `make catalog`", catalogDir, len(images))
+		return "", fmt.Errorf("the catalog in %s lists %d bundle images for %s, want 1; run `make catalog`", catalogDir, len(images), bundleName)
 	}
 	for img := range images {
 		return img, nil

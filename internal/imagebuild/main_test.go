@@ -100,7 +100,11 @@ func build(t testing.TB, dir string) built {
 	if b.bundle, err = imagebuild.BuildBundle(filepath.Join(root, "bundle"), b.operatorPin, filepath.Join(dir, "bundle"), bundleRef(), b.meta); err != nil {
 		t.Fatal(err)
 	}
-	bundleFrom, err := imagebuild.CatalogBundleImage(filepath.Join(root, "catalog"))
+	bundleName, err := imagebuild.BundleName(filepath.Join(root, "bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundleFrom, err := imagebuild.CatalogBundleImage(filepath.Join(root, "catalog"), bundleName)
 	if err != nil {
 		t.Fatal(err)
 	}

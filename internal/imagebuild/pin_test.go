@@ -69,9 +69,12 @@ func TestCommittedFiles_NameTheImagesByTag(t *testing.T) {
 	op, err := imagebuild.OperatorImageRef(filepath.Join(root, "bundle"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(op).To(MatchRegexp(`^ghcr\.io/kraan-io/kraan-operator:v\d+\.\d+\.\d+$`))
-	b, err := imagebuild.CatalogBundleImage(filepath.Join(root, "catalog"))
+	name, err := imagebuild.BundleName(filepath.Join(root, "bundle"))
+	g.Expect(err).NotTo(HaveOccurred())
+	b, err := imagebuild.CatalogBundleImage(filepath.Join(root, "catalog"), name)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(b).To(MatchRegexp(`^ghcr\.io/kraan-io/kraan-operator-bundle:v\d+\.\d+\.\d+$`))
+	g.Expect(b).To(HaveSuffix(strings.TrimPrefix(name, "kraan-operator.")), "the bundle of bundle/, not an earlier one")
 	_, err = imagebuild.OperatorImageRef(t.TempDir())
 	g.Expect(err).To(MatchError(ContainSubstring("must hold exactly one *.clusterserviceversion.yaml (found 0); run `make bundle`")))
 }

@@ -2,12 +2,14 @@ package olm
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/operator-framework/api/crds"
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,6 +97,17 @@ func TestUpgradeableReconciler_FollowsLayerStates(t *testing.T) {
 
 	// Deleting the last busy layer makes the operator upgradeable again.
 	g.Expect(c.Delete(ctx, l)).To(Succeed())
+	expectUpgradeable(t, c, key, metav1.ConditionTrue, ReasonNoLayerInProgress)
+
+	// A Helm action in flight (its release record pending) holds upgrades
+	// until the record says it ended.
+	rec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sh.helm.release.v1.web.v1",
+		Labels: map[string]string{"owner": "helm", "name": "web", "version": "1", "status": "pending-install",
+			"createdAt": strconv.FormatInt(time.Now().Unix(), 10)}}}
+	g.Expect(c.Create(ctx, rec)).To(Succeed())
+	expectUpgradeable(t, c, key, metav1.ConditionFalse, ReasonHelmActionsInProgress)
+	rec.Labels["status"] = "deployed"
+	g.Expect(c.Update(ctx, rec)).To(Succeed())
 	expectUpgradeable(t, c, key, metav1.ConditionTrue, ReasonNoLayerInProgress)
 
 	// The condition OLM or another party set is kept.

@@ -6,25 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/operator-framework/api/crds"
-	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	operatorsv2 "github.com/operator-framework/api/pkg/operators/v2"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
-	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/test/localplane"
 )
 
@@ -32,7 +23,10 @@ const (
 	olmNS       = "olm"
 	operatorsNS = "operators"
 	pkgName     = "kraan-operator"
-	channel     = "stable"
+	// oldChannel is the channel 0.1.0 was published in; newChannel the one
+	// named after the API's maturity (v1alpha1), which holds every version.
+	oldChannel  = "stable"
+	newChannel  = "alpha"
 	csvV1       = "kraan-operator.v0.1.0"
 	csvV2       = "kraan-operator.v0.2.0"
 	catalogName = "kraan-catalog"
@@ -50,73 +44,6 @@ func tool(t *testing.T, env string) string {
 		t.Fatalf("%s=%s: %v; run `make olm-tools`", env, path, err)
 	}
 	return path
-}
-
-// TestOLM_SubscriptionInstallsAndUpgrades installs the bundle in bundle/ the
-// way a cluster user does — CatalogSource, OperatorGroup, Subscription with
-// automatic approval — with OLM's own operators and opm serving a file-based
-// catalog, then publishes a next version that replaces it and sees OLM upgrade,
-// and finally runs the operator with the permissions the CSV granted.
-func TestOLM_SubscriptionInstallsAndUpgrades(t *testing.T) {
-	g := NewWithT(t)
-	ctx := t.Context()
-	olmBin, catalogBin, opm := tool(t, "KRAAN_OLM"), tool(t, "KRAAN_OLM_CATALOG"), tool(t, "KRAAN_OPM")
-	g.Expect(operatorsv1alpha1.AddToScheme(testenv.Scheme)).To(Succeed())
-	g.Expect(operatorsv1.AddToScheme(testenv.Scheme)).To(Succeed())
-	g.Expect(operatorsv2.AddToScheme(testenv.Scheme)).To(Succeed())
-	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-
-	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{
-		crds.CatalogSource(), crds.ClusterServiceVersion(), crds.InstallPlan(), crds.OperatorGroup(),
-		crds.Operator(), crds.Subscription(), crds.OperatorCondition(), crds.OLMConfig(),
-	}})
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, ns := range []string{olmNS, operatorsNS} {
-		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	}
-	work := t.TempDir()
-	startOLM(t, work, olmBin, catalogBin)
-
-	// Version 0.1.0: the bundle as `make bundle` wrote it.
-	root, err := testenv.RepoRoot()
-	g.Expect(err).NotTo(HaveOccurred())
-	bundles := make([]string, 0, 2)
-	bundles = append(bundles, filepath.Join(root, "bundle"))
-	port := serveCatalog(t, work, opm, bundles)
-	createCatalogSource(t, c, port)
-	g.Expect(c.Create(ctx, &operatorsv1.OperatorGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: operatorsNS, Name: "global-operators"},
-	})).To(Succeed(), "an OperatorGroup without target namespaces: AllNamespaces")
-	g.Expect(c.Create(ctx, &operatorsv1alpha1.Subscription{
-		ObjectMeta: metav1.ObjectMeta{Namespace: operatorsNS, Name: pkgName},
-		Spec: &operatorsv1alpha1.SubscriptionSpec{
-			CatalogSource: catalogName, CatalogSourceNamespace: olmNS,
-			Package: pkgName, Channel: channel, InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
-		},
-	})).To(Succeed())
-	expectSucceeded(t, c, csvV1)
-	dep := &appsv1.Deployment{}
-	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: operatorsNS, Name: "kraan-controller-manager"}, dep)).To(Succeed())
-	g.Expect(dep.Status.AvailableReplicas).To(Equal(int32(1)))
-	g.Expect(containerEnv(dep, "OPERATOR_CONDITION_NAME")).To(Equal(csvV1),
-		"OLM tells the operator its OperatorCondition, which turns on the Upgradeable condition")
-
-	// Version 0.2.0 replaces 0.1.0 in the same channel.
-	bundles = append(bundles, nextBundle(t, work, bundles[0]))
-	restartCatalog(t, c, work, opm, bundles)
-	expectSucceeded(t, c, csvV2)
-	g.Eventually(func() error {
-		return c.Get(ctx, client.ObjectKey{Namespace: operatorsNS, Name: csvV1}, &operatorsv1alpha1.ClusterServiceVersion{})
-	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(MatchError(ContainSubstring("not found")),
-		"OLM deletes the replaced CSV once the new one succeeded")
-	g.Eventually(func(g Gomega) {
-		sub := &operatorsv1alpha1.Subscription{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: operatorsNS, Name: pkgName}, sub)).To(Succeed())
-		g.Expect(sub.Status.InstalledCSV).To(Equal(csvV2))
-	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the Subscription records the upgrade")
-
-	runOperatorAsCSV(t, c, work, csvV2)
 }
 
 func containerEnv(dep *appsv1.Deployment, name string) string {
@@ -168,33 +95,6 @@ func startProcess(t *testing.T, work, name string, env []string, bin string, arg
 	})
 }
 
-// serveCatalog writes a file-based catalog holding bundles (in order, each
-// replacing the previous one) and serves it with opm on a free port.
-func serveCatalog(t *testing.T, work, opm string, bundles []string) int {
-	t.Helper()
-	g := NewWithT(t)
-	dir := filepath.Join(work, fmt.Sprintf("catalog-%d", len(bundles)), pkgName)
-	g.Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
-	index := run(t, opm, "init", pkgName, "--default-channel="+channel, "--output=yaml")
-	entries := ""
-	for i, b := range bundles {
-		index += run(t, opm, "render", b, "--output=yaml")
-		name := csvName(t, b)
-		entries += "- name: " + name + "\n"
-		if i > 0 {
-			entries += "  replaces: " + csvName(t, bundles[i-1]) + "\n"
-		}
-	}
-	index += fmt.Sprintf("---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n%s", pkgName, channel, entries)
-	g.Expect(os.WriteFile(filepath.Join(dir, "index.yaml"), []byte(index), 0o600)).To(Succeed())
-	run(t, opm, "validate", filepath.Dir(dir))
-	port := freePort(t)
-	startProcess(t, work, fmt.Sprintf("opm-%d", len(bundles)), nil, opm, "serve", filepath.Dir(dir),
-		"--port", strconv.Itoa(port), "--pprof-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"--termination-log", filepath.Join(work, fmt.Sprintf("opm-%d.termination", len(bundles))))
-	return port
-}
-
 func createCatalogSource(t *testing.T, c client.Client, port int) {
 	t.Helper()
 	g := NewWithT(t)
@@ -213,12 +113,12 @@ func createCatalogSource(t *testing.T, c client.Client, port int) {
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the catalog operator connects to opm serve")
 }
 
-// restartCatalog publishes new catalog content: a new opm serve and the
-// CatalogSource pointed at it, as a new catalog image would be rolled out.
-func restartCatalog(t *testing.T, c client.Client, work, opm string, bundles []string) {
+// publishCatalog points the CatalogSource at new catalog content served on
+// port, as rolling out a new catalog image does: the CatalogSource is
+// replaced, and the catalog operator connects to the new server.
+func publishCatalog(t *testing.T, c client.Client, port int) {
 	t.Helper()
 	g := NewWithT(t)
-	port := serveCatalog(t, work, opm, bundles)
 	cs := &operatorsv1alpha1.CatalogSource{}
 	g.Expect(c.Get(t.Context(), client.ObjectKey{Namespace: olmNS, Name: catalogName}, cs)).To(Succeed())
 	g.Expect(c.Delete(t.Context(), cs)).To(Succeed())
@@ -226,35 +126,6 @@ func restartCatalog(t *testing.T, c client.Client, work, opm string, bundles []s
 		return c.Get(t.Context(), client.ObjectKeyFromObject(cs), &operatorsv1alpha1.CatalogSource{})
 	}).WithTimeout(time.Minute).Should(MatchError(ContainSubstring("not found")))
 	createCatalogSource(t, c, port)
-}
-
-// nextBundle copies bundle to <work>/bundle-v0.2.0 as version 0.2.0 replacing csvV1.
-func nextBundle(t *testing.T, work, bundle string) string {
-	t.Helper()
-	g := NewWithT(t)
-	dst := filepath.Join(work, "bundle-v0.2.0")
-	g.Expect(os.CopyFS(dst, os.DirFS(bundle))).To(Succeed())
-	path := filepath.Join(dst, "manifests", pkgName+".clusterserviceversion.yaml")
-	data, err := os.ReadFile(path)
-	g.Expect(err).NotTo(HaveOccurred())
-	csv := map[string]any{}
-	g.Expect(yaml.Unmarshal(data, &csv)).To(Succeed())
-	csv["metadata"].(map[string]any)["name"] = csvV2
-	spec := csv["spec"].(map[string]any)
-	spec["version"], spec["replaces"] = "0.2.0", csvV1
-	data, err = yaml.Marshal(csv)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
-	return dst
-}
-
-func csvName(t *testing.T, bundle string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(bundle, "manifests", pkgName+".clusterserviceversion.yaml"))
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	csv := &operatorsv1alpha1.ClusterServiceVersion{}
-	NewWithT(t).Expect(yaml.Unmarshal(data, csv)).To(Succeed())
-	return csv.Name
 }
 
 func run(t *testing.T, bin string, args ...string) string {

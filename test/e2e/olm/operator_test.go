@@ -1,15 +1,16 @@
 package olm_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -17,77 +18,77 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/olm"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
 
-// runOperatorAsCSV runs the operator binary authenticated as the
-// ServiceAccount the CSV csvName created (a TokenRequest token), as OLM's
-// Deployment would run it: its informers must sync (list and watch on every
-// watched kind) and it must set Upgradeable on the OperatorCondition OLM
-// created for the CSV — which proves the CSV's permissions suffice.
-func runOperatorAsCSV(t *testing.T, c client.Client, work, csvName string) {
+// deploymentName is the operator's Deployment in the CSV.
+const deploymentName = "kraan-controller-manager"
+
+// runOperatorPod plays the kubelet for the operator's pod: kwok's pods run
+// nothing, so once the CSV's Deployment has the pod template of csvName (OLM
+// sets OPERATOR_CONDITION_NAME to the CSV's name), it runs the operator
+// binary bin as that template says — its arguments and environment, the
+// Subscription's spec.config.env included — authenticated as the
+// ServiceAccount the CSV created (a TokenRequest token), so the CSV's
+// permissions are the operator's. It returns once the operator is ready.
+func runOperatorPod(t *testing.T, c client.Client, work, bin, csvName string) *suite.RunningOperator {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
-	fluxCRDs := os.Getenv("KRAAN_SOURCE_CRDS")
-	if fluxCRDs == "" {
-		t.Fatal("KRAAN_SOURCE_CRDS is not set: run the tests with `make test`, which collects Flux's source CRDs")
-	}
-	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{fluxCRDs}, ErrorIfPathMissing: true})
-	g.Expect(err).NotTo(HaveOccurred())
-
-	bin, err := suite.BuildOperator(ctx, work)
+	dep := &appsv1.Deployment{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: operatorsNS, Name: deploymentName}, dep)).To(Succeed())
+		g.Expect(containerEnv(dep, olm.ConditionNameEnv)).To(Equal(csvName))
+	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the Deployment runs the pod of %s", csvName)
+	container := dep.Spec.Template.Spec.Containers[0]
+	env, err := podEnv(dep.Namespace, container.Env)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	cs, err := kubernetes.NewForConfig(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
-	tr, err := cs.CoreV1().ServiceAccounts(operatorsNS).CreateToken(ctx, "kraan-controller-manager",
+	tr, err := cs.CoreV1().ServiceAccounts(operatorsNS).CreateToken(ctx, dep.Spec.Template.Spec.ServiceAccountName,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
 		metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred(), "the CSV's ServiceAccount exists")
-	saKubeconfig := filepath.Join(work, "sa.kubeconfig")
-	g.Expect(writeTokenKubeconfig(cfg, tr.Status.Token, saKubeconfig)).To(Succeed())
+	dir := filepath.Join(work, csvName)
+	g.Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+	kubeconfig := filepath.Join(dir, "sa.kubeconfig")
+	g.Expect(writeTokenKubeconfig(cfg, tr.Status.Token, kubeconfig)).To(Succeed())
 
-	// Ready means the operator's informers synced with the CSV's permissions.
-	op, err := suite.StartOperator(ctx, suite.OperatorProcess{Name: "kraan-operator", Binary: bin, Kubeconfig: saKubeconfig,
-		Dir: work, Args: []string{"--leader-elect=false"},
-		Env: []string{olm.ConditionNameEnv + "=" + csvName, "RUNTIME_NAMESPACE=" + operatorsNS}})
+	// In a pod the Lease's namespace is the pod's; a process has none.
+	args := append(append([]string{}, container.Args...), "--leader-election-namespace="+operatorsNS)
+	op, err := suite.StartOperator(ctx, suite.OperatorProcess{Name: "kraan-operator", Binary: bin, Kubeconfig: kubeconfig,
+		Dir: dir, Args: args, Env: env})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if err := op.Stop(); err != nil {
 			t.Error(err)
 		}
 		if t.Failed() {
-			t.Logf("--- kraan-operator log (tail) ---\n%s", op.LogTail(80))
+			t.Logf("--- kraan-operator %s log (tail) ---\n%s", csvName, op.LogTail(80))
 		}
 	})
-	g.Eventually(func(g Gomega) {
-		oc := &apiv2.OperatorCondition{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: operatorsNS, Name: csvName}, oc)).To(Succeed())
-		cond := meta.FindStatusCondition(oc.Spec.Conditions, apiv2.Upgradeable)
-		g.Expect(cond).NotTo(BeNil())
-		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(cond.Reason).To(Equal(olm.ReasonNoLayerInProgress))
-	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(),
-		"the operator reports Upgradeable on the OperatorCondition OLM created")
+	return op
+}
 
-	// The layer controller may write layer status with the CSV's permissions.
-	layer := &kraanv1.AddonsLayer{
-		ObjectMeta: metav1.ObjectMeta{Name: "held"},
-		Spec: kraanv1.AddonsLayerSpec{
-			Version: "0.1.0", Hold: true,
-			Source: kraanv1.SourceSpec{Name: "addons", Namespace: operatorsNS, Path: "./held"},
-		},
+// podEnv is the environment the kubelet would give the container: values,
+// and the pod's namespace for a fieldRef to metadata.namespace (the CSV's
+// RUNTIME_NAMESPACE). Anything else is not expected in the CSV.
+func podEnv(namespace string, vars []corev1.EnvVar) ([]string, error) {
+	env := make([]string, 0, len(vars))
+	for _, v := range vars {
+		switch {
+		case v.ValueFrom == nil:
+			env = append(env, v.Name+"="+v.Value)
+		case v.ValueFrom.FieldRef != nil && v.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			env = append(env, v.Name+"="+namespace)
+		default:
+			return nil, fmt.Errorf("environment variable %s: only values and metadata.namespace are supported here", v.Name)
+		}
 	}
-	g.Expect(c.Create(ctx, layer)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(layer), layer)).To(Succeed())
-		g.Expect(layer.Status.State).To(Equal(kraanv1.HoldState))
-	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the operator sets the held layer's state")
+	return env, nil
 }
 
 func writeTokenKubeconfig(base *rest.Config, token, path string) error {
