@@ -242,7 +242,8 @@ BUNDLE_IMG ?= $(BUNDLE_IMG_REPO):v$(VERSION)
 # them). The bundle of VERSION replaces the last of them and skips every
 # version below its own (spec.replaces and olm.skipRange, stamped by
 # gen-bundle). Releasing: add VERSION=<commit> here, copy bundle/ of that
-# commit to bundle-history/VERSION, bump VERSION, `make bundle catalog`.
+# commit to bundle-history/VERSION, write its checksums to
+# bundle-history/VERSION.sha256 (the check's command), bump VERSION, `make bundle catalog`.
 BUNDLE_HISTORY := 0.1.0=10cd4f858cdb419c59dd7407a4f6fe6a0c919193
 BUNDLE_HISTORY_VERSIONS := $(foreach h,$(BUNDLE_HISTORY),$(firstword $(subst =, ,$(h))))
 BUNDLE_PREVIOUS := $(lastword $(BUNDLE_HISTORY_VERSIONS))
@@ -360,13 +361,12 @@ catalog-check: $(OPM) bundle-history-check ## Fail when catalog/ is out of date 
 	@rm -rf .cache/catalog-check
 
 .PHONY: bundle-history-check
-bundle-history-check: ## Fail when a bundle of bundle-history/ differs from bundle/ of the commit it was released from (BUNDLE_HISTORY).
-	@for h in $(BUNDLE_HISTORY); do v=$${h%%=*}; c=$${h#*=}; \
-		git cat-file -e "$$c^{commit}" 2>/dev/null || { echo "bundle-history/$$v: commit $$c is not in this clone; fetch the full history (git fetch --unshallow)"; exit 1; }; \
-		rm -rf .cache/bundle-history/$$v && mkdir -p .cache/bundle-history/$$v && git archive "$$c" bundle | tar -x -C .cache/bundle-history/$$v; \
-		diff -r bundle-history/$$v .cache/bundle-history/$$v/bundle || { echo "bundle-history/$$v differs from bundle/ of $$c, the release; restore it with git archive $$c bundle"; exit 1; }; \
+bundle-history-check: ## Fail when a released bundle of bundle-history/ was changed (bundle-history/VERSION.sha256, written at release).
+	@for v in $(BUNDLE_HISTORY_VERSIONS); do \
+		test -f bundle-history/$$v.sha256 || { echo "bundle-history/$$v.sha256 is missing: write it when releasing (see BUNDLE_HISTORY)"; exit 1; }; \
+		(cd bundle-history/$$v && find . -type f | LC_ALL=C sort | xargs sha256sum | diff - ../$$v.sha256) || \
+			{ echo "bundle-history/$$v differs from the bundle released as $$v; restore it with git archive <commit of BUNDLE_HISTORY> bundle"; exit 1; }; \
 	done
-	@rm -rf .cache/bundle-history
 
 .PHONY: bundle-image
 bundle-image: image ## Build the bundle image (bundle/ with the operator image pinned by digest) into bin/images/bundle; IMAGE_REGISTRY= pushes.
