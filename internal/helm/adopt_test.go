@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/postrender"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/postrenderer"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
@@ -30,17 +30,17 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 		name string
 		// madeWith are the post-renderers the other client ran; spec is
 		// the engine's.
-		madeWith []postrender.PostRenderer
+		madeWith []postrenderer.PostRenderer
 		spec     func(*kraanv1.HelmReleaseSpec)
 		want     map[int]string
 	}{
-		{name: "flux", madeWith: []postrender.PostRenderer{fluxOrigin},
+		{name: "flux", madeWith: []postrenderer.PostRenderer{fluxOrigin},
 			want: map[int]string{1: "deployed"}},
-		{name: "flux-common-metadata", madeWith: []postrender.PostRenderer{&commonMetadataPostRenderer{commonMetadata}, fluxOrigin},
+		{name: "flux-common-metadata", madeWith: []postrenderer.PostRenderer{&commonMetadataPostRenderer{commonMetadata}, fluxOrigin},
 			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata },
 			want: map[int]string{1: "deployed"}},
 		{name: "helm-cli", want: map[int]string{1: "deployed"}},
-		{name: "other-post-renderers", madeWith: []postrender.PostRenderer{fluxOrigin},
+		{name: "other-post-renderers", madeWith: []postrenderer.PostRenderer{fluxOrigin},
 			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata },
 			want: map[int]string{1: "superseded", 2: "deployed"}},
 	} {
@@ -76,7 +76,7 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 
 // installLikeAnotherClient installs req's chart and values as Flux or the
 // helm CLI would: with their post-renderers and without the engine's labels.
-func installLikeAnotherClient(g Gomega, cfg *action.Configuration, req Request, postRenderers []postrender.PostRenderer) {
+func installLikeAnotherClient(g Gomega, cfg *action.Configuration, req Request, postRenderers []postrenderer.PostRenderer) {
 	install := action.NewInstall(cfg)
 	install.ReleaseName, install.Namespace = req.Target.ReleaseName, req.Target.Namespace
 	if len(postRenderers) > 0 {

@@ -6,8 +6,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/resource"
@@ -15,10 +16,10 @@ import (
 
 func TestChartKinds_LiteralTopLevelKindsWithTheirGroup(t *testing.T) {
 	g := NewWithT(t)
-	sub := &chart.Chart{Metadata: &chart.Metadata{Name: "sub"}, Templates: []*chart.File{
+	sub := &chart.Chart{Metadata: &chart.Metadata{Name: "sub"}, Templates: []*common.File{
 		{Name: "templates/job.yaml", Data: []byte("apiVersion: batch/v1\nkind: Job\n")},
 	}}
-	c := &chart.Chart{Metadata: &chart.Metadata{Name: "top"}, Templates: []*chart.File{
+	c := &chart.Chart{Metadata: &chart.Metadata{Name: "top"}, Templates: []*common.File{
 		{Name: "templates/objects.yaml", Data: []byte(`{{- $x := .Values.x -}}
 apiVersion: apps/v1   # a comment
 kind: StatefulSet

@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/action"
+	ri "helm.sh/helm/v4/pkg/release"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 )
 
 // RecordSignatureLabel holds the operator's signature of a release record: an
@@ -161,7 +162,7 @@ type signingDriver struct {
 }
 
 // Get reads and classifies one record.
-func (d *signingDriver) Get(key string) (*release.Release, error) {
+func (d *signingDriver) Get(key string) (ri.Releaser, error) {
 	rel, err := d.Driver.Get(key)
 	if err != nil {
 		return nil, err
@@ -171,14 +172,14 @@ func (d *signingDriver) Get(key string) (*release.Release, error) {
 }
 
 // List reads and classifies the records filter keeps.
-func (d *signingDriver) List(filter func(*release.Release) bool) ([]*release.Release, error) {
+func (d *signingDriver) List(filter func(ri.Releaser) bool) ([]ri.Releaser, error) {
 	rels, err := d.Driver.List(filter)
 	d.classifyAll(rels)
 	return rels, err
 }
 
 // Query reads and classifies the records labels select.
-func (d *signingDriver) Query(labels map[string]string) ([]*release.Release, error) {
+func (d *signingDriver) Query(labels map[string]string) ([]ri.Releaser, error) {
 	rels, err := d.Driver.Query(labels)
 	d.classifyAll(rels)
 	return rels, err
@@ -188,7 +189,11 @@ func (d *signingDriver) Query(labels map[string]string) ([]*release.Release, err
 // a chart it rendered itself, or rolls back to a verified one. Helm copies
 // the previous revision's labels into the new one, the verdict on it too,
 // which does not apply.
-func (d *signingDriver) Create(key string, rel *release.Release) error {
+func (d *signingDriver) Create(key string, r ri.Releaser) error {
+	rel, err := v1Release(r)
+	if err != nil || rel == nil {
+		return fmt.Errorf("signing release record %s: %w", key, errors.Join(err, errNoRecord))
+	}
 	delete(rel.Labels, recordTrustLabel)
 	if err := d.sign(rel); err != nil {
 		return err
@@ -197,15 +202,22 @@ func (d *signingDriver) Create(key string, rel *release.Release) error {
 }
 
 // Update rewrites a record: signed again when it was trusted.
-func (d *signingDriver) Update(key string, rel *release.Release) error {
+func (d *signingDriver) Update(key string, r ri.Releaser) error {
+	rel, err := v1Release(r)
+	if err != nil || rel == nil {
+		return fmt.Errorf("signing release record %s: %w", key, errors.Join(err, errNoRecord))
+	}
 	if err := d.sign(rel); err != nil {
 		return err
 	}
 	return d.Driver.Update(key, rel)
 }
 
+// errNoRecord: the driver was handed nothing to write.
+var errNoRecord = errors.New("no version 1 release record")
+
 // Delete removes a record; what it returns is classified like any read.
-func (d *signingDriver) Delete(key string) (*release.Release, error) {
+func (d *signingDriver) Delete(key string) (ri.Releaser, error) {
 	rel, err := d.Driver.Delete(key)
 	if rel != nil {
 		d.classify(rel)
@@ -213,14 +225,19 @@ func (d *signingDriver) Delete(key string) (*release.Release, error) {
 	return rel, err
 }
 
-func (d *signingDriver) classifyAll(rels []*release.Release) {
+func (d *signingDriver) classifyAll(rels []ri.Releaser) {
 	for _, rel := range rels {
 		d.classify(rel)
 	}
 }
 
-// classify records the verdict on rel in its in-memory labels.
-func (d *signingDriver) classify(rel *release.Release) {
+// classify records the verdict on r in its in-memory labels. A record of
+// another kind than version 1 gets none, and is never replayed.
+func (d *signingDriver) classify(r ri.Releaser) {
+	rel, err := v1Release(r)
+	if err != nil || rel == nil {
+		return
+	}
 	if rel.Labels == nil {
 		rel.Labels = map[string]string{}
 	}
@@ -312,10 +329,14 @@ func (e *Engine) withSignatures(cfg *action.Configuration, storageNamespace stri
 // hooksOfLatestReplayable says whether the hooks of the newest record of a
 // release may run, e.g. on uninstall: only when the operator wrote it.
 func hooksOfLatestReplayable(cfg *action.Configuration, name string) bool {
-	rel, err := cfg.Releases.Last(name)
+	last, err := cfg.Releases.Last(name)
 	if err != nil {
 		// Nothing readable to replay; Helm's own read reports the error.
 		return true
+	}
+	rel, err := v1Release(last)
+	if err != nil || rel == nil {
+		return false
 	}
 	return replayable(rel)
 }

@@ -8,10 +8,11 @@ import (
 
 	"github.com/fluxcd/pkg/ssa/jsondiff"
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
-	helmtime "helm.sh/helm/v3/pkg/time"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -21,7 +22,7 @@ var testKey = []byte("a-test-key-of-enough-bytes")
 func testRecord() *release.Release {
 	return &release.Release{
 		Name: "app", Namespace: "apps", Version: 3,
-		Info: &release.Info{Status: release.StatusDeployed, LastDeployed: helmtime.Now()},
+		Info: &release.Info{Status: rcommon.StatusDeployed, LastDeployed: time.Now()},
 		Chart: &chart.Chart{Metadata: &chart.Metadata{Name: "small", Version: "0.1.0"},
 			Values: map[string]any{"replicas": 2, "big": int64(1) << 40}},
 		Config:   map[string]any{"image": map[string]any{"tag": "1.2"}},
@@ -121,7 +122,7 @@ func TestSigningDriver_sign_keepsAnUntrustedRecordUntrusted(t *testing.T) {
 			}
 			d.classify(rel)
 			rel.Labels[recordTrustLabel] = string(tt.read)
-			rel.Info.Status = release.StatusSuperseded // a status update
+			rel.Info.Status = rcommon.StatusSuperseded // a status update
 			g.Expect(d.sign(rel)).To(Succeed())
 			g.Expect(recordTrust(rel)).To(Equal(tt.read), "the verdict stays in memory")
 			back := stored(t, rel)
@@ -234,7 +235,7 @@ func BenchmarkVerifyRecord(b *testing.B) {
 	rel := testRecord()
 	tmpl := strings.Repeat("x", 2048)
 	for i := range 50 {
-		rel.Chart.Templates = append(rel.Chart.Templates, &chart.File{Name: fmt.Sprintf("templates/t%d.yaml", i), Data: []byte(tmpl)})
+		rel.Chart.Templates = append(rel.Chart.Templates, &common.File{Name: fmt.Sprintf("templates/t%d.yaml", i), Data: []byte(tmpl)})
 		rel.Manifest += "---\n" + tmpl + "\n"
 	}
 	if err := SignRecord(testKey, "apps", rel); err != nil {

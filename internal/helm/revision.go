@@ -7,10 +7,11 @@ import (
 	"sort"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/strvals"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/strvals"
 )
 
 // Chart is a loaded Helm chart. Outside this package it is only passed
@@ -109,16 +110,16 @@ func testHookRuns(rel *release.Release) map[string]TestHookRun {
 		if runs == nil {
 			runs = map[string]TestHookRun{}
 		}
-		runs[h.Name] = TestHookRun{Started: h.LastRun.StartedAt.Time, Completed: h.LastRun.CompletedAt.Time, Phase: h.LastRun.Phase.String()}
+		runs[h.Name] = TestHookRun{Started: h.LastRun.StartedAt, Completed: h.LastRun.CompletedAt, Phase: h.LastRun.Phase.String()}
 	}
 	return runs
 }
 
 // Deployed reports whether the revision is deployed.
-func (r *Revision) Deployed() bool { return r != nil && r.Status == release.StatusDeployed.String() }
+func (r *Revision) Deployed() bool { return r != nil && r.Status == rcommon.StatusDeployed.String() }
 
 // Failed reports whether the revision failed.
-func (r *Revision) Failed() bool { return r != nil && r.Status == release.StatusFailed.String() }
+func (r *Revision) Failed() bool { return r != nil && r.Status == rcommon.StatusFailed.String() }
 
 // LatestRevision is the newest revision in storage after the run, or nil.
 func (r Result) LatestRevision(desired Desired) *Revision {
@@ -134,7 +135,7 @@ func revisionOf(rel *release.Release, desired Desired) *Revision {
 		Status: rel.Info.Status.String(), Description: rel.Info.Description,
 		ChartName: rel.Chart.Metadata.Name, ChartVersion: rel.Chart.Metadata.Version, AppVersion: rel.Chart.Metadata.AppVersion,
 		ChartDigest: rel.Labels[ChartDigestLabel], ConfigDigest: ValuesDigest(rel.Config),
-		FirstDeployed: rel.Info.FirstDeployed.Time, LastDeployed: rel.Info.LastDeployed.Time,
+		FirstDeployed: rel.Info.FirstDeployed, LastDeployed: rel.Info.LastDeployed,
 		Manifest: rel.Manifest,
 		TestsRan: TestsRan(rel), TestsFailed: TestsFailed(rel), TestHooks: testHookRuns(rel),
 		Matches: desired.Chart != nil && desired.Matches(rel),

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -209,7 +210,7 @@ func renderChart(t *testing.T, values map[string]any) (string, error) {
 	install := action.NewInstall(&action.Configuration{})
 	install.ReleaseName, install.Namespace = chartRelease, chartNS
 	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, false
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+	install.KubeVersion = &common.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
 	rel, err := install.Run(chrt, values)
 	if err != nil {
 		return "", err
