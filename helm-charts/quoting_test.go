@@ -12,7 +12,7 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 )
 
@@ -72,7 +72,7 @@ func renderWithoutSchema(t *testing.T, values map[string]any) []string {
 	}
 	chrt.Schema = nil
 	install := action.NewInstall(&action.Configuration{})
-	install.DryRun, install.ClientOnly = true, true
+	install.DryRunStrategy = action.DryRunClient
 	install.ReleaseName, install.Namespace = "web", "shop"
 	install.KubeVersion = &common.KubeVersion{Version: "v1.35.0", Major: "1", Minor: "35"}
 	rel, err := install.Run(chrt, values)
@@ -80,7 +80,7 @@ func renderWithoutSchema(t *testing.T, values map[string]any) []string {
 		t.Fatal(err)
 	}
 	var kinds []string
-	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
+	for _, doc := range releaseutil.SplitManifests(rel.(*release.Release).Manifest) {
 		for _, line := range strings.Split(doc, "\n") {
 			if strings.HasPrefix(line, "kind: ") {
 				kinds = append(kinds, strings.TrimPrefix(line, "kind: "))

@@ -52,7 +52,7 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 			if tt.spec != nil {
 				tt.spec(req.Spec)
 			}
-			cfg, err := engine.configFor(req.Target, t.Logf, nil)
+			cfg, err := engine.configFor(req.Target, testLogHandler(t), nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			installLikeAnotherClient(g, cfg, req, tt.madeWith)
 
@@ -60,14 +60,18 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.Next).To(Equal(ActionNone))
-			history, err := cfg.Releases.History("app")
+			stored, err := cfg.Releases.History("app")
+			g.Expect(err).NotTo(HaveOccurred())
+			history, err := v1Releases(stored)
 			g.Expect(err).NotTo(HaveOccurred())
 			statuses := map[int]string{}
 			for _, rel := range history {
 				statuses[rel.Version] = rel.Info.Status.String()
 			}
 			g.Expect(statuses).To(Equal(tt.want))
-			latest, err := cfg.Releases.Last("app")
+			last, err := cfg.Releases.Last("app")
+			g.Expect(err).NotTo(HaveOccurred())
+			latest, err := v1Release(last)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(req.Desired.Matches(latest)).To(BeTrue(), "the labels recorded in storage")
 		})
@@ -82,7 +86,9 @@ func installLikeAnotherClient(g Gomega, cfg *action.Configuration, req Request, 
 	if len(postRenderers) > 0 {
 		install.PostRenderer = chain(postRenderers)
 	}
-	rel, err := install.Run(req.Desired.Chart, req.Desired.Values)
+	installed, err := install.Run(req.Desired.Chart, req.Desired.Values)
+	g.Expect(err).NotTo(HaveOccurred())
+	rel, err := v1Release(installed)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rel.Labels).NotTo(HaveKey(ChartDigestLabel))
 }

@@ -87,7 +87,7 @@ func TestInstallCRDsPolicy(t *testing.T) {
 			spec := &kraanv1.HelmReleaseSpec{Install: tt.install}
 			g.Expect(InstallCRDsPolicy(spec)).To(Equal(tt.want))
 			g.Expect(installCRDsByEngine(spec)).To(Equal(tt.wantEngine))
-			g.Expect(newInstall(&action.Configuration{}, Target{}, spec, nil).SkipCRDs).To(Equal(tt.helmSkips))
+			g.Expect(newInstall(&action.Configuration{}, Target{}, spec, ApplyMethods{}, nil).SkipCRDs).To(Equal(tt.helmSkips))
 		})
 	}
 }

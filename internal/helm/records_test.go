@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/ssa/jsondiff"
 	. "github.com/onsi/gomega"
@@ -142,7 +143,7 @@ func TestSigningDriver_Create_signsANewRevisionCopiedFromAnUnverifiedOne(t *test
 	g.Expect(d.Create("sh.helm.release.v1.app.v3", rel)).To(Succeed())
 	got, err := d.Get("sh.helm.release.v1.app.v3")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(recordTrust(got)).To(Equal(RecordVerified))
+	g.Expect(recordTrust(got.(*release.Release))).To(Equal(RecordVerified))
 	g.Expect(verifyRecord(testKey, "apps", stored(t, rel))).To(Equal(RecordVerified))
 }
 

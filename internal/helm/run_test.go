@@ -8,10 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
-	helmchart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
-	release "helm.sh/helm/v4/pkg/release/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +51,7 @@ func TestEngine_Run_recoversInterruptedOperations(t *testing.T) {
 			g.Expect(env.Client.Get(ctx, key, before)).To(Succeed())
 
 			req.Desired.Values = map[string]any{"message": "two"}
-			cfg, err := engine.configFor(req.Target, t.Logf, nil)
+			cfg, err := engine.configFor(req.Target, testLogHandler(t), nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			pending, status := tt.interrupt(g, cfg, req)
 
@@ -68,7 +66,9 @@ func TestEngine_Run_recoversInterruptedOperations(t *testing.T) {
 			g.Expect(res.Steps[0].Detail).To(And(ContainSubstring("revision %d", pending), ContainSubstring(status.String())))
 			g.Expect(res.Next).To(Equal(ActionNone))
 
-			history, err := cfg.Releases.History("app")
+			stored, err := cfg.Releases.History("app")
+			g.Expect(err).NotTo(HaveOccurred())
+			history, err := v1Releases(stored)
 			g.Expect(err).NotTo(HaveOccurred())
 			statuses := map[int]string{}
 			for _, rel := range history {
@@ -140,7 +140,9 @@ func interruptibleRequest(g Gomega, namespace string) Request {
 // pendingUpgrade is what SIGKILL during the upgrade to req's values leaves:
 // a second revision, pending-upgrade, beside the deployed first.
 func pendingUpgrade(g Gomega, cfg *action.Configuration, req Request) (int, rcommon.Status) {
-	pending, err := cfg.Releases.Get("app", 1)
+	stored, err := cfg.Releases.Get("app", 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	pending, err := v1Release(stored)
 	g.Expect(err).NotTo(HaveOccurred())
 	pending.Version, pending.Config, pending.Labels = 2, req.Desired.Values, req.Desired.labels()
 	pending.SetStatus(rcommon.StatusPendingUpgrade, "Preparing upgrade")
@@ -151,7 +153,9 @@ func pendingUpgrade(g Gomega, cfg *action.Configuration, req Request) (int, rcom
 // pendingInstall is what SIGKILL during the first install leaves once Helm
 // created the objects: the only revision, pending-install.
 func pendingInstall(g Gomega, cfg *action.Configuration, _ Request) (int, rcommon.Status) {
-	rel, err := cfg.Releases.Get("app", 1)
+	stored, err := cfg.Releases.Get("app", 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	rel, err := v1Release(stored)
 	g.Expect(err).NotTo(HaveOccurred())
 	rel.SetStatus(rcommon.StatusPendingInstall, "Initial install underway")
 	g.Expect(cfg.Releases.Update(rel)).To(Succeed())

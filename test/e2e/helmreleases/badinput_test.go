@@ -167,9 +167,10 @@ func markPending(t *testing.T, ns, name string) {
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
 	helmCfg := &action.Configuration{}
-	g.Expect(helmCfg.Init(flags, ns, "secret", t.Logf)).To(Succeed())
-	rel, err := helmCfg.Releases.Last(name)
+	g.Expect(helmCfg.Init(flags, ns, "secret")).To(Succeed())
+	last, err := helmCfg.Releases.Last(name)
 	g.Expect(err).NotTo(HaveOccurred())
+	rel := last.(*release.Release)
 	rel.SetStatus(rcommon.StatusPendingUpgrade, "Upgrade in progress")
 	// As the operator would have written it: a record it did not sign is
 	// never replayed.

@@ -10,7 +10,7 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -82,12 +82,12 @@ func chartDeployments(t *testing.T) []appsv1.Deployment {
 	g.Expect(err).NotTo(HaveOccurred())
 	install := action.NewInstall(&action.Configuration{})
 	install.ReleaseName, install.Namespace = "kraan", "kraan-system"
-	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, false
+	install.DryRunStrategy, install.IncludeCRDs = action.DryRunClient, false
 	// The plane's version, for the chart's kubeVersion constraint.
 	install.KubeVersion = &common.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
 	rel, err := install.RunWithContext(t.Context(), chrt, nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	manifests := releaseutil.SplitManifests(rel.Manifest)
+	manifests := releaseutil.SplitManifests(rel.(*release.Release).Manifest)
 	docs := make([][]byte, 0, len(manifests))
 	for _, m := range manifests {
 		docs = append(docs, []byte(m))

@@ -30,11 +30,15 @@ import (
 func helmHistory(g Gomega, r *release) []*helmrelease.Release {
 	cs, err := kubernetes.NewForConfig(restConfig)
 	g.Expect(err).NotTo(HaveOccurred())
-	revs, err := driver.NewSecrets(cs.CoreV1().Secrets(r.namespace)).Query(map[string]string{"owner": "helm", "name": r.name})
+	stored, err := driver.NewSecrets(cs.CoreV1().Secrets(r.namespace)).Query(map[string]string{"owner": "helm", "name": r.name})
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil
 	}
 	g.Expect(err).NotTo(HaveOccurred(), "reading Helm storage of %s", r)
+	revs := make([]*helmrelease.Release, 0, len(stored))
+	for _, s := range stored {
+		revs = append(revs, s.(*helmrelease.Release))
+	}
 	slices.SortFunc(revs, func(a, b *helmrelease.Release) int { return a.Version - b.Version })
 	return revs
 }

@@ -27,8 +27,10 @@ func EditRecord(t testing.TB, cfg *rest.Config, namespace, name string, change f
 	t.Helper()
 	g := gomega.NewWithT(t)
 	records := recordStorage(t, cfg, namespace)
-	rel, err := records.Last(name)
+	last, err := records.Last(name)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
+	rel, ok := last.(*release.Release)
+	g.Expect(ok).To(gomega.BeTrue(), "release record of type %T", last)
 	change(rel)
 	g.Expect(records.Update(rel)).To(gomega.Succeed())
 }
