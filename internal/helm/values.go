@@ -86,6 +86,15 @@ const targetPathPlaceholder = "kraanTargetPathValue0x7f3c9e51"
 // be a secret. literal (valuesFrom[].literal, Helm's --set-literal) sets the
 // value as a string, quotes and all.
 func setAtPath(values map[string]any, path, value string, literal bool) error {
+	// Helm 4's parser takes some malformed paths ("a[") without an error
+	// and sets nothing: the value would be dropped silently.
+	alone := map[string]any{}
+	if err := strvals.ParseIntoString(path+"="+targetPathPlaceholder, alone); err != nil {
+		return fmt.Errorf("invalid targetPath %q: %w", path, err)
+	}
+	if !holdsPlaceholder(alone) {
+		return fmt.Errorf("invalid targetPath %q: it names no key", path)
+	}
 	if err := strvals.ParseIntoString(path+"="+targetPathPlaceholder, values); err != nil {
 		return fmt.Errorf("invalid targetPath %q: %w", path, err)
 	}
@@ -117,6 +126,25 @@ func targetPathValue(value string) any {
 		}
 	}
 	return value
+}
+
+// holdsPlaceholder says whether setAtPath's placeholder is somewhere in node.
+func holdsPlaceholder(node any) bool {
+	switch n := node.(type) {
+	case map[string]any:
+		for _, v := range n {
+			if v == targetPathPlaceholder || holdsPlaceholder(v) {
+				return true
+			}
+		}
+	case []any:
+		for _, v := range n {
+			if v == targetPathPlaceholder || holdsPlaceholder(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // replacePlaceholder puts value where setAtPath's placeholder is.

@@ -61,9 +61,11 @@ func (c *watchingClient) GetWaiter(ws kube.WaitStrategy) (kube.Waiter, error) {
 
 // GetWaiterWithOptions implements kube.InterfaceWaitOptions: the engine's
 // waiter, whatever ws. Helm's wait options (contexts for its own waiters,
-// kstatus readers) do not apply to it; the engine sets none.
+// kstatus readers) do not apply to it; the engine sets none. No strategy
+// (which Helm's own client refuses) waits for hooks only, as an action of
+// Helm 3 that was not asked to wait.
 func (c *watchingClient) GetWaiterWithOptions(ws kube.WaitStrategy, _ ...kube.WaitOption) (kube.Waiter, error) {
-	return &engineWaiter{client: c, hooksOnly: ws == kube.HookOnlyStrategy}, nil
+	return &engineWaiter{client: c, hooksOnly: ws == kube.HookOnlyStrategy || ws == ""}, nil
 }
 
 // engineWaiter is the kube.Waiter Helm's actions get. An action that does
