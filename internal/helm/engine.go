@@ -10,7 +10,6 @@ import (
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
-	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -143,10 +142,13 @@ func (e *Engine) configFor(target Target, log slog.Handler, pause func() func())
 		return nil, fmt.Errorf("initialising Helm for release %s/%s: unexpected kube client %T", target.StorageNamespace, target.ReleaseName, cfg.KubeClient)
 	}
 	if !target.FreshClients && apis != nil {
-		if err := shareValidators(cfg, kc, log, apis, shared, config, target); err != nil {
-			return nil, err
-		}
+		kc.Factory = &sharedValidators{Factory: kc.Factory, apis: apis, clientsets: shared, config: config, user: target.Impersonate}
 	}
+	cs, err := kc.Factory.KubernetesClientSet()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Releases = e.recordStorage(cs.CoreV1().Secrets(target.StorageNamespace), target.StorageNamespace, log)
 	dyn, err := dynamic.NewForConfig(config)
 	if err != nil {
 		return nil, err
@@ -155,7 +157,6 @@ func (e *Engine) configFor(target Target, log slog.Handler, pause func() func())
 	// Nothing of Helm's may wait: its client's own waiter is ours too.
 	kc.Waiter = &engineWaiter{client: watching}
 	cfg.KubeClient = target.Bounds.guard(&owningClient{watchingClient: watching, owner: releaseOwner{name: target.ReleaseName, namespace: target.Namespace}})
-	e.withSignatures(cfg, target.StorageNamespace)
 	if !target.FreshClients && apis != nil {
 		// Helm computes these at the start of every action after dropping
 		// its discovery cache; the cluster's are kept until its APIs change.
@@ -163,22 +164,6 @@ func (e *Engine) configFor(target Target, log slog.Handler, pause func() func())
 		cfg.Capabilities = apis.capabilities()
 	}
 	return cfg, nil
-}
-
-// shareValidators gives the action the cluster's validators and the user's
-// clientset instead of new ones; Init's storage would build a clientset of
-// its own on first use.
-func shareValidators(cfg *action.Configuration, kc *kube.Client, log slog.Handler, apis *servedAPIs, shared *clientsets, config *rest.Config, target Target) error {
-	factory := &sharedValidators{Factory: kc.Factory, apis: apis, clientsets: shared, config: config, user: target.Impersonate}
-	kc.Factory = factory
-	cs, err := factory.KubernetesClientSet()
-	if err != nil {
-		return err
-	}
-	secrets := driver.NewSecrets(cs.CoreV1().Secrets(target.StorageNamespace))
-	secrets.SetLogger(log)
-	cfg.Releases = storage.Init(secrets)
-	return nil
 }
 
 // Uninstall removes the release, honouring spec.uninstall. A release that is

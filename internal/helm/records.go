@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
 	ri "helm.sh/helm/v4/pkg/release"
 	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // RecordSignatureLabel holds the operator's signature of a release record: an
@@ -129,8 +132,10 @@ func canonicalRecord(rel *release.Release) ([]byte, error) {
 }
 
 // verifyRecord classifies rel, stored in storageNamespace and just read
-// from storage, by its signature.
-func verifyRecord(key []byte, storageNamespace string, rel *release.Release) RecordTrust {
+// from storage, by its signature. stored, when known, is the record's JSON
+// as stored: a record the operator signed under Helm 3 is verified against
+// it, since Helm 4 re-encodes it differently.
+func verifyRecord(key []byte, storageNamespace string, rel *release.Release, stored []byte) RecordTrust {
 	sig := rel.Labels[RecordSignatureLabel]
 	if sig == "" {
 		return RecordUnverified
@@ -144,10 +149,13 @@ func verifyRecord(key []byte, storageNamespace string, rel *release.Release) Rec
 	// rel was just decoded from storage: encoding it once gives the bytes
 	// signing gave after its own decode (canonicalRecord).
 	canonical, err := json.Marshal(rel)
-	if err != nil || !hmac.Equal([]byte(sig), []byte(signature(key, storageNamespace, canonical))) {
-		return RecordTampered
+	if err == nil && hmac.Equal([]byte(sig), []byte(signature(key, storageNamespace, canonical))) {
+		return RecordVerified
 	}
-	return RecordVerified
+	if stored != nil && hmac.Equal([]byte(sig), []byte(signature(key, storageNamespace, stored))) {
+		return RecordVerified
+	}
+	return RecordTampered
 }
 
 // signingDriver is Helm's storage driver with the operator's signatures:
@@ -159,6 +167,9 @@ type signingDriver struct {
 	driver.Driver
 	key       []byte
 	namespace string
+	// stored holds the JSON of the records as read, for those signed
+	// under Helm 3 (see storedRecords); nil verifies re-encoded records only.
+	stored *storedRecords
 }
 
 // Get reads and classifies one record.
@@ -241,7 +252,7 @@ func (d *signingDriver) classify(r ri.Releaser) {
 	if rel.Labels == nil {
 		rel.Labels = map[string]string{}
 	}
-	rel.Labels[recordTrustLabel] = string(verifyRecord(d.key, d.namespace, rel))
+	rel.Labels[recordTrustLabel] = string(verifyRecord(d.key, d.namespace, rel, d.stored.stored(recordSecretName(rel))))
 }
 
 // sign labels rel with its signature when it is trusted. An unverified
@@ -317,13 +328,18 @@ func (e *Engine) SignRecordsWith(key []byte) {
 	e.recordKey = key
 }
 
-// withSignatures wraps cfg's storage driver in the signing driver of the
-// engine's key.
-func (e *Engine) withSignatures(cfg *action.Configuration, storageNamespace string) {
+// recordStorage is release storage in secrets of storageNamespace, through
+// the signing driver of the engine's key when it has one.
+func (e *Engine) recordStorage(secrets corev1client.SecretInterface, storageNamespace string, log slog.Handler) *storage.Storage {
 	if len(e.recordKey) == 0 {
-		return
+		d := driver.NewSecrets(secrets)
+		d.SetLogger(log)
+		return storage.Init(d)
 	}
-	cfg.Releases.Driver = &signingDriver{Driver: cfg.Releases.Driver, key: e.recordKey, namespace: storageNamespace}
+	stored := newStoredRecords(secrets)
+	d := driver.NewSecrets(stored)
+	d.SetLogger(log)
+	return storage.Init(&signingDriver{Driver: d, key: e.recordKey, namespace: storageNamespace, stored: stored})
 }
 
 // hooksOfLatestReplayable says whether the hooks of the newest record of a
