@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/resource"
+
+	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
 // The annotations Helm writes on every object of a release, naming the
@@ -37,6 +39,27 @@ func (o releaseOwner) owns(obj metav1.Object) bool {
 
 // String is the release as the annotations name it, for logs.
 func (o releaseOwner) String() string { return o.namespace + "/" + o.name }
+
+// MarkOwned sets on obj the ownership metadata Helm writes on every object
+// of the release name in namespace: the label
+// app.kubernetes.io/managed-by=Helm and the release annotations. Helm 4's
+// uninstall deletes only objects that carry all three, so whatever applies a
+// release's manifest again outside Helm (the manifest holds the chart's own
+// labels, not Helm's) must keep them, or the object outlives the release.
+func MarkOwned(obj metav1.Object, name, namespace string) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[rollout.ManagedByLabel] = rollout.ManagedByHelm
+	obj.SetLabels(labels)
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[ReleaseNameAnnotation], a[ReleaseNamespaceAnnotation] = name, namespace
+	obj.SetAnnotations(a)
+}
 
 // owningClient is the engine's kube client restricted to what a release owns:
 // every delete an action makes on a release's behalf (uninstall, the objects
