@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -59,8 +60,17 @@ func (d Desired) ChartName() string {
 }
 
 // ParseSetValue sets a `--set` style key=value into values, as Helm's CLI
-// and Operator SDK's watches.yaml overrides do.
+// and Operator SDK's watches.yaml overrides do. A key that names nothing
+// ("a[") is an error: Helm 4's parser takes it and sets nothing.
 func ParseSetValue(keyValue string, values map[string]any) error {
+	alone := map[string]any{}
+	if err := strvals.ParseInto(keyValue, alone); err != nil {
+		return err
+	}
+	if len(alone) == 0 {
+		key, _, _ := strings.Cut(keyValue, "=")
+		return fmt.Errorf("key %q names no value", key)
+	}
 	return strvals.ParseInto(keyValue, values)
 }
 
