@@ -21,7 +21,7 @@ func testLogHandler(t *testing.T) slog.Handler {
 
 // recordingLogger is a logr logger that keeps each line and its verbosity.
 func recordingLogger(lines *[]string) logr.Logger {
-	return funcr.New(func(prefix, args string) { *lines = append(*lines, args) }, funcr.Options{Verbosity: 1, LogInfoLevel: ptr("v")})
+	return funcr.New(func(_, args string) { *lines = append(*lines, args) }, funcr.Options{Verbosity: 1, LogInfoLevel: ptr("v")})
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -1,16 +1,16 @@
 package helm
 
 import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"bytes"
-	"compress/gzip"
-	"context"
-	"encoding/base64"
 	"github.com/fluxcd/pkg/ssa/jsondiff"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/chart/common"
