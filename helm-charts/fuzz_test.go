@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -86,14 +87,14 @@ func renderFuzzed(w watches.Watch, values map[string]any, withSchema bool) (stri
 		chrt.Schema = nil
 	}
 	install := action.NewInstall(&action.Configuration{})
-	install.DryRun, install.ClientOnly = true, true
+	install.DryRunStrategy = action.DryRunClient
 	install.ReleaseName, install.Namespace = "web", "shop"
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.0", Major: "1", Minor: "35"}
+	install.KubeVersion = &common.KubeVersion{Version: "v1.35.0", Major: "1", Minor: "35"}
 	rel, err := install.Run(&chrt, values)
 	if err != nil {
 		return "", false
 	}
-	return rel.Manifest, true
+	return rel.(*release.Release).Manifest, true
 }
 
 // checkOwnObjects fails unless manifest holds exactly a StatefulSet and a

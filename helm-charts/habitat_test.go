@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,17 +32,16 @@ func renderHabitat(t *testing.T, values map[string]any) (*rendered, error) {
 		t.Fatalf("loading the chart: %v", err)
 	}
 	install := action.NewInstall(&action.Configuration{})
-	install.DryRun = true
-	install.ClientOnly = true
+	install.DryRunStrategy = action.DryRunClient
 	install.ReleaseName = "web"
 	install.Namespace = "shop"
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.0", Major: "1", Minor: "35"}
+	install.KubeVersion = &common.KubeVersion{Version: "v1.35.0", Major: "1", Minor: "35"}
 	rel, err := install.Run(chrt, values)
 	if err != nil {
 		return nil, err
 	}
 	out := &rendered{}
-	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
+	for _, doc := range releaseutil.SplitManifests(rel.(*release.Release).Manifest) {
 		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
 		if err != nil {
 			t.Fatalf("decoding rendered object: %v\n%s", err, doc)

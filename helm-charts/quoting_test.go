@@ -9,10 +9,11 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 )
 
 // templateAction is one {{ … }} of a template.
@@ -71,15 +72,15 @@ func renderWithoutSchema(t *testing.T, values map[string]any) []string {
 	}
 	chrt.Schema = nil
 	install := action.NewInstall(&action.Configuration{})
-	install.DryRun, install.ClientOnly = true, true
+	install.DryRunStrategy = action.DryRunClient
 	install.ReleaseName, install.Namespace = "web", "shop"
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.0", Major: "1", Minor: "35"}
+	install.KubeVersion = &common.KubeVersion{Version: "v1.35.0", Major: "1", Minor: "35"}
 	rel, err := install.Run(chrt, values)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var kinds []string
-	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
+	for _, doc := range releaseutil.SplitManifests(rel.(*release.Release).Manifest) {
 		for _, line := range strings.Split(doc, "\n") {
 			if strings.HasPrefix(line, "kind: ") {
 				kinds = append(kinds, strings.TrimPrefix(line, "kind: "))

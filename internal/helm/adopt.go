@@ -7,9 +7,10 @@ import (
 	"reflect"
 
 	"github.com/go-logr/logr"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/action"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -40,13 +41,18 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 		return nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	render := newInstall(cfg, req.Target, req.Spec, nil)
-	// A client-side dry run: the chart rendered with the cluster's
-	// capabilities, nothing created, storage untouched. SkipCRDs: the
+	render := newInstall(cfg, req.Target, req.Spec, ApplyMethods{}, nil)
+	// A dry run: the chart rendered with the cluster's capabilities, nothing
+	// created, storage untouched (Helm 3's DryRun; Helm 4's client dry run
+	// would replace the configuration's kube client and storage). SkipCRDs: the
 	// manifest never holds crds/, and a dry run would only warn about them.
-	render.DryRun, render.SkipCRDs = true, true
+	render.DryRunStrategy, render.SkipCRDs = action.DryRunServer, true
 	render.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
-	want, err := render.RunWithContext(ctx, req.Desired.Chart, maps.Clone(req.Desired.Values))
+	rendered, err := render.RunWithContext(ctx, req.Desired.Chart, maps.Clone(req.Desired.Values))
+	var want *release.Release
+	if err == nil {
+		want, err = v1Release(rendered)
+	}
 	if err != nil {
 		// Not adopted: the upgrade Plan chooses reports the same error.
 		log.V(1).Info("Not adopting a release made by another Helm client: the chart does not render",
@@ -77,7 +83,7 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 // foreign says whether rel is a deployed revision the engine did not make:
 // every revision the engine makes carries ChartDigestLabel.
 func foreign(rel *release.Release) bool {
-	return rel != nil && rel.Info != nil && rel.Info.Status == release.StatusDeployed &&
+	return rel != nil && rel.Info != nil && rel.Info.Status == rcommon.StatusDeployed &&
 		rel.Chart != nil && rel.Chart.Metadata != nil && rel.Labels[ChartDigestLabel] == ""
 }
 

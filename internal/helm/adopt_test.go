@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/postrender"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/postrenderer"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
@@ -30,17 +30,17 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 		name string
 		// madeWith are the post-renderers the other client ran; spec is
 		// the engine's.
-		madeWith []postrender.PostRenderer
+		madeWith []postrenderer.PostRenderer
 		spec     func(*kraanv1.HelmReleaseSpec)
 		want     map[int]string
 	}{
-		{name: "flux", madeWith: []postrender.PostRenderer{fluxOrigin},
+		{name: "flux", madeWith: []postrenderer.PostRenderer{fluxOrigin},
 			want: map[int]string{1: "deployed"}},
-		{name: "flux-common-metadata", madeWith: []postrender.PostRenderer{&commonMetadataPostRenderer{commonMetadata}, fluxOrigin},
+		{name: "flux-common-metadata", madeWith: []postrenderer.PostRenderer{&commonMetadataPostRenderer{commonMetadata}, fluxOrigin},
 			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata },
 			want: map[int]string{1: "deployed"}},
 		{name: "helm-cli", want: map[int]string{1: "deployed"}},
-		{name: "other-post-renderers", madeWith: []postrender.PostRenderer{fluxOrigin},
+		{name: "other-post-renderers", madeWith: []postrenderer.PostRenderer{fluxOrigin},
 			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata },
 			want: map[int]string{1: "superseded", 2: "deployed"}},
 	} {
@@ -52,7 +52,7 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 			if tt.spec != nil {
 				tt.spec(req.Spec)
 			}
-			cfg, err := engine.configFor(req.Target, t.Logf, nil)
+			cfg, err := engine.configFor(req.Target, testLogHandler(t), nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			installLikeAnotherClient(g, cfg, req, tt.madeWith)
 
@@ -60,14 +60,18 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.Next).To(Equal(ActionNone))
-			history, err := cfg.Releases.History("app")
+			stored, err := cfg.Releases.History("app")
+			g.Expect(err).NotTo(HaveOccurred())
+			history, err := v1Releases(stored)
 			g.Expect(err).NotTo(HaveOccurred())
 			statuses := map[int]string{}
 			for _, rel := range history {
 				statuses[rel.Version] = rel.Info.Status.String()
 			}
 			g.Expect(statuses).To(Equal(tt.want))
-			latest, err := cfg.Releases.Last("app")
+			last, err := cfg.Releases.Last("app")
+			g.Expect(err).NotTo(HaveOccurred())
+			latest, err := v1Release(last)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(req.Desired.Matches(latest)).To(BeTrue(), "the labels recorded in storage")
 		})
@@ -76,13 +80,15 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 
 // installLikeAnotherClient installs req's chart and values as Flux or the
 // helm CLI would: with their post-renderers and without the engine's labels.
-func installLikeAnotherClient(g Gomega, cfg *action.Configuration, req Request, postRenderers []postrender.PostRenderer) {
+func installLikeAnotherClient(g Gomega, cfg *action.Configuration, req Request, postRenderers []postrenderer.PostRenderer) {
 	install := action.NewInstall(cfg)
 	install.ReleaseName, install.Namespace = req.Target.ReleaseName, req.Target.Namespace
 	if len(postRenderers) > 0 {
 		install.PostRenderer = chain(postRenderers)
 	}
-	rel, err := install.Run(req.Desired.Chart, req.Desired.Values)
+	installed, err := install.Run(req.Desired.Chart, req.Desired.Values)
+	g.Expect(err).NotTo(HaveOccurred())
+	rel, err := v1Release(installed)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rel.Labels).NotTo(HaveKey(ChartDigestLabel))
 }

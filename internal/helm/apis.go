@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/kubectl/pkg/validation"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -46,7 +46,7 @@ type servedAPIs struct {
 	stopped     bool
 
 	mu   sync.Mutex
-	caps *chartutil.Capabilities
+	caps *common.Capabilities
 	// validators are the schemas Helm's Build validates manifests with,
 	// by user and directive (see sharedValidators).
 	validators map[string]validation.Schema
@@ -54,7 +54,7 @@ type servedAPIs struct {
 
 // capabilities returns a copy of the cluster's capabilities as Helm computes
 // them; nil when the watches could not start, so that Helm computes them.
-func (s *servedAPIs) capabilities() *chartutil.Capabilities {
+func (s *servedAPIs) capabilities() *common.Capabilities {
 	s.start.Do(s.watch)
 	if !s.watching {
 		return nil
@@ -75,10 +75,10 @@ func (s *servedAPIs) capabilities() *chartutil.Capabilities {
 		if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 			return nil
 		}
-		s.caps = &chartutil.Capabilities{
+		s.caps = &common.Capabilities{
 			APIVersions: apiVersions,
-			KubeVersion: chartutil.KubeVersion{Version: version.GitVersion, Major: version.Major, Minor: version.Minor},
-			HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+			KubeVersion: common.KubeVersion{Version: version.GitVersion, Major: version.Major, Minor: version.Minor},
+			HelmVersion: common.DefaultCapabilities.HelmVersion,
 		}
 	}
 	return s.caps.Copy()

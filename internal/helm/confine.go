@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/kube"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/kube"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -102,8 +102,9 @@ func (b *Bounds) kindList() string {
 
 // BoundsPostRenderer refuses a rendered manifest holding an object outside
 // Bounds, before Helm applies anything, then hands it to Next. Hooks never
-// reach a post-renderer in Helm v3: the guard of configFor refuses those when
-// they are created.
+// reach a post-renderer (the engine's actions keep Helm 3's
+// PostRenderStrategyNoHooks): the guard of configFor refuses those when they
+// are created.
 type BoundsPostRenderer struct {
 	// Bounds the release must keep.
 	Bounds *Bounds
@@ -182,29 +183,21 @@ func (b *Bounds) withinBounds(resources kube.ResourceList) kube.ResourceList {
 
 // helmKubeClient is every interface Helm's actions look for on their kube
 // client: the guard must keep them all, or Helm would silently take
-// another path (no deletion propagation, no waiting for deletes).
+// another path (a waiter of its own).
 type helmKubeClient interface {
 	kube.Interface
-	kube.InterfaceExt
-	kube.InterfaceThreeWayMerge
-	kube.InterfaceLogs
-	kube.InterfaceDeletionPropagation
-	kube.InterfaceResources
+	kube.InterfaceWaitOptions
 }
 
 // guard returns kc confined to b: creating or updating an object outside
 // the bounds fails before anything is sent, hooks included, and deletes
 // leave out-of-bounds objects alone (a release record edited outside the
 // operator cannot make it delete them). A nil b returns kc unchanged.
-func (b *Bounds) guard(kc kube.Interface) kube.Interface {
+func (b *Bounds) guard(kc helmKubeClient) kube.Interface {
 	if b == nil {
 		return kc
 	}
-	full, ok := kc.(helmKubeClient)
-	if !ok {
-		return refusingClient{Interface: kc, err: fmt.Errorf("the Helm client of %s cannot be confined", b.Owner)}
-	}
-	return &boundedClient{helmKubeClient: full, bounds: b}
+	return &boundedClient{helmKubeClient: kc, bounds: b}
 }
 
 // boundedClient is a Helm kube client that keeps its Bounds.
@@ -214,65 +207,31 @@ type boundedClient struct {
 }
 
 // Create creates resources when all are within the bounds.
-func (c *boundedClient) Create(resources kube.ResourceList) (*kube.Result, error) {
+func (c *boundedClient) Create(resources kube.ResourceList, opts ...kube.ClientCreateOption) (*kube.Result, error) {
 	if err := c.bounds.checkResources(resources); err != nil {
 		return nil, err
 	}
-	return c.helmKubeClient.Create(resources)
+	return c.helmKubeClient.Create(resources, opts...)
 }
 
 // Update applies target when all of it is within the bounds; of original,
 // only what is within them may be deleted as no longer rendered.
-func (c *boundedClient) Update(original, target kube.ResourceList, force bool) (*kube.Result, error) {
+func (c *boundedClient) Update(original, target kube.ResourceList, opts ...kube.ClientUpdateOption) (*kube.Result, error) {
 	if err := c.bounds.checkResources(target); err != nil {
 		return nil, err
 	}
-	return c.helmKubeClient.Update(c.bounds.withinBounds(original), target, force)
-}
-
-// UpdateThreeWayMerge is Update, for Helm's adoption path.
-func (c *boundedClient) UpdateThreeWayMerge(original, target kube.ResourceList, force bool) (*kube.Result, error) {
-	if err := c.bounds.checkResources(target); err != nil {
-		return nil, err
-	}
-	return c.helmKubeClient.UpdateThreeWayMerge(c.bounds.withinBounds(original), target, force)
+	return c.helmKubeClient.Update(c.bounds.withinBounds(original), target, opts...)
 }
 
 // Delete deletes the resources within the bounds. When none is, nothing is
 // sent and nothing fails: Helm deletes a hook before creating it, and the
 // creation is what must fail, naming the object.
-func (c *boundedClient) Delete(resources kube.ResourceList) (*kube.Result, []error) {
+func (c *boundedClient) Delete(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
 	within := c.bounds.withinBounds(resources)
 	if len(within) == 0 && len(resources) > 0 {
 		return &kube.Result{}, nil
 	}
-	return c.helmKubeClient.Delete(within)
-}
-
-// DeleteWithPropagationPolicy is Delete with a propagation policy.
-func (c *boundedClient) DeleteWithPropagationPolicy(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
-	within := c.bounds.withinBounds(resources)
-	if len(within) == 0 && len(resources) > 0 {
-		return &kube.Result{}, nil
-	}
-	return c.helmKubeClient.DeleteWithPropagationPolicy(within, policy)
-}
-
-// refusingClient fails every write: a client the guard cannot wrap must
-// not run unconfined.
-type refusingClient struct {
-	kube.Interface
-	err error
-}
-
-func (c refusingClient) Create(kube.ResourceList) (*kube.Result, error) { return nil, c.err }
-
-func (c refusingClient) Update(_, _ kube.ResourceList, _ bool) (*kube.Result, error) {
-	return nil, c.err
-}
-
-func (c refusingClient) Delete(kube.ResourceList) (*kube.Result, []error) {
-	return nil, []error{c.err}
+	return c.helmKubeClient.Delete(within, policy)
 }
 
 // Literal top-level lines of a template: `kind: X` and `apiVersion: g/v`,

@@ -6,19 +6,21 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/resource"
 )
 
 func TestChartKinds_LiteralTopLevelKindsWithTheirGroup(t *testing.T) {
 	g := NewWithT(t)
-	sub := &chart.Chart{Metadata: &chart.Metadata{Name: "sub"}, Templates: []*chart.File{
+	sub := &chart.Chart{Metadata: &chart.Metadata{Name: "sub"}, Templates: []*common.File{
 		{Name: "templates/job.yaml", Data: []byte("apiVersion: batch/v1\nkind: Job\n")},
 	}}
-	c := &chart.Chart{Metadata: &chart.Metadata{Name: "top"}, Templates: []*chart.File{
+	c := &chart.Chart{Metadata: &chart.Metadata{Name: "top"}, Templates: []*common.File{
 		{Name: "templates/objects.yaml", Data: []byte(`{{- $x := .Values.x -}}
 apiVersion: apps/v1   # a comment
 kind: StatefulSet
@@ -115,12 +117,12 @@ type recordingClient struct {
 	created, deleted kube.ResourceList
 }
 
-func (c *recordingClient) Create(r kube.ResourceList) (*kube.Result, error) {
+func (c *recordingClient) Create(r kube.ResourceList, _ ...kube.ClientCreateOption) (*kube.Result, error) {
 	c.created = append(c.created, r...)
 	return &kube.Result{}, nil
 }
 
-func (c *recordingClient) Delete(r kube.ResourceList) (*kube.Result, []error) {
+func (c *recordingClient) Delete(r kube.ResourceList, _ metav1.DeletionPropagation) (*kube.Result, []error) {
 	c.deleted = append(c.deleted, r...)
 	return &kube.Result{}, nil
 }
@@ -146,12 +148,12 @@ func TestBounds_Guard_RefusesHooksOutsideAndDeletesOnlyWithin(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(inner.created).To(ConsistOf(own))
 
-	_, errs := guarded.Delete(kube.ResourceList{own, elsewhere, cluster})
+	_, errs := guarded.Delete(kube.ResourceList{own, elsewhere, cluster}, metav1.DeletePropagationBackground)
 	g.Expect(errs).To(BeEmpty())
 	g.Expect(inner.deleted).To(ConsistOf(own))
 
 	inner.deleted = nil
-	res, errs := guarded.Delete(kube.ResourceList{elsewhere})
+	res, errs := guarded.Delete(kube.ResourceList{elsewhere}, metav1.DeletePropagationBackground)
 	g.Expect(errs).To(BeEmpty(), "a hook outside the bounds is refused at its creation, not at its deletion")
 	g.Expect(res).NotTo(BeNil())
 	g.Expect(inner.deleted).To(BeEmpty())

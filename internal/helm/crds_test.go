@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,7 +87,7 @@ func TestInstallCRDsPolicy(t *testing.T) {
 			spec := &kraanv1.HelmReleaseSpec{Install: tt.install}
 			g.Expect(InstallCRDsPolicy(spec)).To(Equal(tt.want))
 			g.Expect(installCRDsByEngine(spec)).To(Equal(tt.wantEngine))
-			g.Expect(newInstall(&action.Configuration{}, Target{}, spec, nil).SkipCRDs).To(Equal(tt.helmSkips))
+			g.Expect(newInstall(&action.Configuration{}, Target{}, spec, ApplyMethods{}, nil).SkipCRDs).To(Equal(tt.helmSkips))
 		})
 	}
 }

@@ -1,5 +1,5 @@
 // Package helm is the operator's embedded Helm engine: every use of the Helm
-// SDK (helm.sh/helm/v3) goes through it. It builds an action configuration per
+// SDK (helm.sh/helm/v4) goes through it. It builds an action configuration per
 // release on top of one shared discovery client and REST mapper, observes the
 // release in Helm's storage, decides the next action from that observation
 // (install, upgrade, test, rollback, uninstall, unlock), and runs it. A

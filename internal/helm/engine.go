@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/go-logr/logr"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/kube"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/kube"
+	"helm.sh/helm/v4/pkg/storage/driver"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -87,15 +88,31 @@ type Target struct {
 	// Bounds, when set, confine what every action may create, update or
 	// delete, hooks included (see confine.go): chart-backed kinds.
 	Bounds *Bounds
+	// WaitStrategy says which objects an action's wait judges; empty is
+	// WaitLegacy.
+	WaitStrategy WaitStrategy
+}
+
+// FieldManager is the field manager of every write Helm makes for the
+// engine, server-side applies included, and of drift correction: one owner
+// for the fields of a release's objects, whichever of the two wrote them
+// last. Helm's own default is the name of the binary ("manager" in the
+// operator's image).
+const FieldManager = "kraan-operator"
+
+func init() {
+	// Helm reads it from a package variable, at every write.
+	kube.ManagedFieldsManager = FieldManager
 }
 
 // configFor returns a Helm action configuration for target. Releases are
 // stored as Secrets in the storage namespace, as the helm CLI does, so `helm
 // list` and `helm history` keep working on releases the operator manages.
 //
-// Helm's waits go to the cluster's rollout tracker; pause, when set, is
-// called when a wait starts and returns what to call when it ends.
-func (e *Engine) configFor(target Target, debug action.DebugLog, pause func() func()) (*action.Configuration, error) {
+// Helm logs through log; its waits go to the cluster's rollout tracker
+// (watchingClient); pause, when set, is called when a wait starts and
+// returns what to call when it ends.
+func (e *Engine) configFor(target Target, log slog.Handler, pause func() func()) (*action.Configuration, error) {
 	cc, err := e.clientsFor(target)
 	if err != nil {
 		return nil, err
@@ -116,28 +133,30 @@ func (e *Engine) configFor(target Target, debug action.DebugLog, pause func() fu
 		discovery: cc.discovery,
 		mapper:    cc.mapper,
 	}
-	cfg := &action.Configuration{}
-	if err := cfg.Init(getter, target.StorageNamespace, "secret", debug); err != nil {
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(log))
+	if err := cfg.Init(getter, target.StorageNamespace, "secret"); err != nil {
 		return nil, fmt.Errorf("initialising Helm for release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
 	}
-	if kc, ok := cfg.KubeClient.(*kube.Client); ok {
-		if !target.FreshClients && apis != nil {
-			factory := &sharedValidators{Factory: kc.Factory, apis: apis, clientsets: shared, config: config, user: target.Impersonate}
-			kc.Factory = factory
-			// Init's storage builds a clientset of its own on first use.
-			cs, err := factory.KubernetesClientSet()
-			if err != nil {
-				return nil, err
-			}
-			secrets := driver.NewSecrets(cs.CoreV1().Secrets(target.StorageNamespace))
-			secrets.Log = debug
-			cfg.Releases = storage.Init(secrets)
-		}
-		watching := &watchingClient{Client: kc, tracker: tracker, pause: pause, apis: apis}
-		cfg.KubeClient = &owningClient{watchingClient: watching, owner: releaseOwner{name: target.ReleaseName, namespace: target.Namespace}}
+	kc, ok := cfg.KubeClient.(*kube.Client)
+	if !ok {
+		return nil, fmt.Errorf("initialising Helm for release %s/%s: unexpected kube client %T", target.StorageNamespace, target.ReleaseName, cfg.KubeClient)
 	}
-	cfg.KubeClient = target.Bounds.guard(cfg.KubeClient)
-	e.withSignatures(cfg, target.StorageNamespace)
+	if !target.FreshClients && apis != nil {
+		kc.Factory = &sharedValidators{Factory: kc.Factory, apis: apis, clientsets: shared, config: config, user: target.Impersonate}
+	}
+	cs, err := kc.Factory.KubernetesClientSet()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Releases = e.recordStorage(cs.CoreV1().Secrets(target.StorageNamespace), target.StorageNamespace, log)
+	dyn, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	watching := &watchingClient{Client: kc, tracker: tracker, pause: pause, apis: apis, strategy: target.WaitStrategy, dynamic: dyn}
+	// Nothing of Helm's may wait: its client's own waiter is ours too.
+	kc.Waiter = &engineWaiter{client: watching}
+	cfg.KubeClient = target.Bounds.guard(&owningClient{watchingClient: watching, owner: releaseOwner{name: target.ReleaseName, namespace: target.Namespace}})
 	if !target.FreshClients && apis != nil {
 		// Helm computes these at the start of every action after dropping
 		// its discovery cache; the cluster's are kept until its APIs change.
@@ -151,7 +170,7 @@ func (e *Engine) configFor(target Target, debug action.DebugLog, pause func() fu
 // not in storage is already gone.
 func (e *Engine) Uninstall(ctx context.Context, target Target, spec *kraanv1.HelmReleaseSpec) error {
 	logs := &logTail{}
-	cfg, err := e.configFor(target, logs.bind(logr.FromContextOrDiscard(ctx)), nil)
+	cfg, err := e.configFor(target, logs.handler(logr.FromContextOrDiscard(ctx)), nil)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/postrender"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/postrenderer"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/krusty"
 	kustypes "sigs.k8s.io/kustomize/api/types"
@@ -36,7 +36,7 @@ func PostRenderersDigest(spec *kraanv1.HelmReleaseSpec) string {
 }
 
 // chain runs post-renderers in order; nil ones are skipped.
-type chain []postrender.PostRenderer
+type chain []postrenderer.PostRenderer
 
 func (c chain) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 	var err error
@@ -51,7 +51,7 @@ func (c chain) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 // postRendererFor is what Helm runs over a release's rendered manifest, in
 // Flux's order: spec.postRenderers, then spec.commonMetadata, then last, the
 // caller's own (owner references), which nil skips.
-func postRendererFor(spec *kraanv1.HelmReleaseSpec, last postrender.PostRenderer) postrender.PostRenderer {
+func postRendererFor(spec *kraanv1.HelmReleaseSpec, last postrenderer.PostRenderer) postrenderer.PostRenderer {
 	var c chain
 	for i, p := range spec.PostRenderers {
 		if p.Kustomize != nil {

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 )
 
 // Release labels the engine writes into Helm storage, so that whether a
@@ -111,10 +112,14 @@ func labelDigest(digest string) string {
 // queries by the labels name=<release>,owner=helm, so this reads only this
 // release's records, not every release Secret of the namespace.
 func observe(cfg *action.Configuration, name string) (Observation, error) {
-	history, err := cfg.Releases.History(name)
+	stored, err := cfg.Releases.History(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return Observation{}, nil
 	}
+	if err != nil {
+		return Observation{}, fmt.Errorf("reading the history of release %s: %w", name, err)
+	}
+	history, err := v1Releases(stored)
 	if err != nil {
 		return Observation{}, fmt.Errorf("reading the history of release %s: %w", name, err)
 	}
@@ -128,7 +133,7 @@ func observe(cfg *action.Configuration, name string) (Observation, error) {
 		if rel.Version >= obs.Latest.Version || rel.Info == nil {
 			continue
 		}
-		deployed := rel.Info.Status == release.StatusDeployed || rel.Info.Status == release.StatusSuperseded
+		deployed := rel.Info.Status == rcommon.StatusDeployed || rel.Info.Status == rcommon.StatusSuperseded
 		if deployed && (obs.PreviousDeployed == nil || rel.Version > obs.PreviousDeployed.Version) {
 			obs.PreviousDeployed = rel
 		}

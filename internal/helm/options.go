@@ -2,9 +2,12 @@ package helm
 
 import (
 	"maps"
+	"strconv"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/kube"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -78,7 +81,7 @@ func retryIntervalOf(s *kraanv1.ActionStrategy) time.Duration {
 	}
 }
 
-func newInstall(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSpec, labels map[string]string) *action.Install {
+func newInstall(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSpec, apply ApplyMethods, labels map[string]string) *action.Install {
 	opts := spec.Install
 	if opts == nil {
 		opts = &kraanv1.Install{}
@@ -87,11 +90,13 @@ func newInstall(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSp
 	a.ReleaseName = t.ReleaseName
 	a.Namespace = t.Namespace
 	a.Timeout = timeoutOf(spec, opts.Timeout)
-	a.Wait = !opts.DisableWait
-	a.WaitForJobs = a.Wait && !opts.DisableWaitForJobs
+	a.WaitStrategy = waitStrategyOf(!opts.DisableWait)
+	a.WaitForJobs = !opts.DisableWait && !opts.DisableWaitForJobs
 	a.DisableHooks = opts.DisableHooks
 	a.DisableOpenAPIValidation = opts.DisableOpenAPIValidation
 	a.Replace = opts.Replace
+	a.ServerSideApply = apply.Install.serverSide(nil)
+	a.PostRenderStrategy = action.PostRenderStrategyNoHooks
 	a.CreateNamespace = opts.CreateNamespace
 	// Helm's install only creates CRDs that do not exist; CreateReplace is
 	// the engine's (applyCRDs, before the install).
@@ -117,7 +122,9 @@ func InstallCRDsPolicy(spec *kraanv1.HelmReleaseSpec) string {
 	}
 }
 
-func newUpgrade(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSpec, labels map[string]string) *action.Upgrade {
+// newUpgrade upgrades from last, the newest record (its apply method is
+// what ApplyAuto follows).
+func newUpgrade(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSpec, apply ApplyMethods, last *release.Release, labels map[string]string) *action.Upgrade {
 	opts := spec.Upgrade
 	if opts == nil {
 		opts = &kraanv1.Upgrade{}
@@ -125,11 +132,14 @@ func newUpgrade(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSp
 	a := action.NewUpgrade(cfg)
 	a.Namespace = t.Namespace
 	a.Timeout = timeoutOf(spec, opts.Timeout)
-	a.Wait = !opts.DisableWait
-	a.WaitForJobs = a.Wait && !opts.DisableWaitForJobs
+	a.WaitStrategy = waitStrategyOf(!opts.DisableWait)
+	a.WaitForJobs = !opts.DisableWait && !opts.DisableWaitForJobs
 	a.DisableHooks = opts.DisableHooks
 	a.DisableOpenAPIValidation = opts.DisableOpenAPIValidation
-	a.Force = opts.Force
+	ssa := apply.Upgrade.serverSide(last)
+	a.ServerSideApply = strconv.FormatBool(ssa)
+	a.ForceReplace, a.ForceConflicts = forceOf(opts.Force, ssa)
+	a.PostRenderStrategy = action.PostRenderStrategyNoHooks
 	a.CleanupOnFail = opts.CleanupOnFail
 	// Declarative by default: the values are exactly the spec's, not merged
 	// with whatever the previous revision had.
@@ -150,19 +160,23 @@ func newUpgrade(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSp
 	return a
 }
 
-func newRollback(cfg *action.Configuration, spec *kraanv1.HelmReleaseSpec, version int) *action.Rollback {
+// newRollback rolls back to target, whose apply method is what ApplyAuto
+// follows.
+func newRollback(cfg *action.Configuration, spec *kraanv1.HelmReleaseSpec, apply ApplyMethods, target *release.Release) *action.Rollback {
 	opts := spec.Rollback
 	if opts == nil {
 		opts = &kraanv1.Rollback{}
 	}
 	a := action.NewRollback(cfg)
-	a.Version = version
+	a.Version = target.Version
 	a.Timeout = timeoutOf(spec, opts.Timeout)
-	a.Wait = !opts.DisableWait
-	a.WaitForJobs = a.Wait && !opts.DisableWaitForJobs
+	a.WaitStrategy = waitStrategyOf(!opts.DisableWait)
+	a.WaitForJobs = !opts.DisableWait && !opts.DisableWaitForJobs
 	a.DisableHooks = opts.DisableHooks
-	a.Force = opts.Force
-	a.Recreate = opts.Recreate
+	ssa := apply.Rollback.serverSide(target)
+	a.ServerSideApply = strconv.FormatBool(ssa)
+	a.ForceReplace, a.ForceConflicts = forceOf(opts.Force, ssa)
+	// spec.rollback.recreate: Helm 4 has no pod restart on rollback.
 	a.CleanupOnFail = opts.CleanupOnFail
 	a.MaxHistory = maxHistory(spec)
 	return a
@@ -177,7 +191,7 @@ func newUninstall(cfg *action.Configuration, spec *kraanv1.HelmReleaseSpec) *act
 	a.Timeout = timeoutOf(spec, opts.Timeout)
 	a.DisableHooks = opts.DisableHooks
 	a.KeepHistory = opts.KeepHistory
-	a.Wait = !opts.DisableWait
+	a.WaitStrategy = waitStrategyOf(!opts.DisableWait)
 	a.DeletionPropagation = opts.DeletionPropagation
 	if a.DeletionPropagation == "" {
 		a.DeletionPropagation = "background"
@@ -233,4 +247,57 @@ func maxHistory(spec *kraanv1.HelmReleaseSpec) int {
 		return 5
 	}
 	return *spec.MaxHistory
+}
+
+// waitStrategyOf is the Helm wait strategy of an action that waits, or not.
+// The engine serves every wait itself (watchingClient) and only tells
+// "wait" from "hooks only"; LegacyStrategy names Helm 3's behaviour.
+func waitStrategyOf(wait bool) kube.WaitStrategy {
+	if wait {
+		return kube.LegacyStrategy
+	}
+	return kube.HookOnlyStrategy
+}
+
+// ApplyMethod says how an action writes a release's objects, with the
+// values of Flux's spec.{install,upgrade,rollback}.serverSideApply.
+type ApplyMethod string
+
+const (
+	// ApplyDisabled applies client-side (Helm 3's three-way merge). The
+	// empty method is ApplyDisabled.
+	ApplyDisabled ApplyMethod = "disabled"
+	// ApplyEnabled applies server-side, as the field manager FieldManager.
+	ApplyEnabled ApplyMethod = "enabled"
+	// ApplyAuto applies as the record the action starts from was applied
+	// (its apply_method; none is client-side): an upgrade's newest record,
+	// a rollback's target. An install applies server-side.
+	ApplyAuto ApplyMethod = "auto"
+)
+
+// ApplyMethods are the apply methods of the actions that write objects.
+// The zero value applies client-side everywhere, as Helm 3 did.
+type ApplyMethods struct {
+	Install  ApplyMethod
+	Upgrade  ApplyMethod
+	Rollback ApplyMethod
+}
+
+// serverSide says whether an action applies server-side when it starts from
+// record (nil for an install).
+func (m ApplyMethod) serverSide(record *release.Release) bool {
+	switch m {
+	case ApplyEnabled:
+		return true
+	case ApplyAuto:
+		return record == nil || record.ApplyMethod == string(release.ApplyMethodServerSideApply)
+	default:
+		return false
+	}
+}
+
+// forceOf is spec's force as Helm 4 takes it: conflicts forced under
+// server-side apply, objects replaced under client-side apply.
+func forceOf(force, serverSide bool) (replace, conflicts bool) {
+	return force && !serverSide, force && serverSide
 }

@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/ssa/jsondiff"
-	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v4/pkg/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/resource"
+
+	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
 // The annotations Helm writes on every object of a release, naming the
@@ -38,6 +40,27 @@ func (o releaseOwner) owns(obj metav1.Object) bool {
 // String is the release as the annotations name it, for logs.
 func (o releaseOwner) String() string { return o.namespace + "/" + o.name }
 
+// MarkOwned sets on obj the ownership metadata Helm writes on every object
+// of the release name in namespace: the label
+// app.kubernetes.io/managed-by=Helm and the release annotations. Helm 4's
+// uninstall deletes only objects that carry all three, so whatever applies a
+// release's manifest again outside Helm (the manifest holds the chart's own
+// labels, not Helm's) must keep them, or the object outlives the release.
+func MarkOwned(obj metav1.Object, name, namespace string) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[rollout.ManagedByLabel] = rollout.ManagedByHelm
+	obj.SetLabels(labels)
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[ReleaseNameAnnotation], a[ReleaseNamespaceAnnotation] = name, namespace
+	obj.SetAnnotations(a)
+}
+
 // owningClient is the engine's kube client restricted to what a release owns:
 // every delete an action makes on a release's behalf (uninstall, the objects
 // an upgrade or rollback drops, hooks with a delete policy, the cleanup of a
@@ -55,11 +78,11 @@ type owningClient struct {
 // Create annotates each object with the release's ownership before creating
 // it, so that hooks and every other object the release creates can later be
 // deleted by it.
-func (c *owningClient) Create(resources kube.ResourceList) (*kube.Result, error) {
+func (c *owningClient) Create(resources kube.ResourceList, opts ...kube.ClientCreateOption) (*kube.Result, error) {
 	if err := resources.Visit(c.annotate); err != nil {
 		return nil, err
 	}
-	return c.watchingClient.Create(resources)
+	return c.watchingClient.Create(resources, opts...)
 }
 
 // annotate adds the release's ownership annotations to info's object when it
@@ -85,41 +108,58 @@ func (c *owningClient) annotate(info *resource.Info, err error) error {
 }
 
 // Delete deletes the owned objects among resources; the others are skipped
-// and logged. Helm calls it for hooks (their delete policies) and for the
-// objects a failed upgrade or rollback just created, never for a record's
-// manifest (uninstall uses DeleteWithPropagationPolicy, upgrade and rollback
-// Update). Hooks run only from the chart being installed or a verified
-// record (see replayable), so a hook object an earlier operator version
-// created, unannotated, is still deleted (legacyHooks): without it, a hook
-// with the before-hook-creation policy would fail every later action.
-func (c *owningClient) Delete(resources kube.ResourceList) (*kube.Result, []error) {
-	return c.watchingClient.Delete(c.ownedOnly(resources, true))
+// and logged. Helm calls it for hooks (their delete policies), for the
+// objects a failed upgrade or rollback just created, and for a record's
+// manifest on uninstall. Hooks run only from the chart being installed or a
+// verified record (see replayable), so a hook object an earlier operator
+// version created, unannotated, is still deleted when Helm deletes it as a
+// hook (legacyHooks): without it, a hook with the before-hook-creation
+// policy would fail every later action. A record's manifest never holds a
+// hook (Helm keeps those apart), so its objects get no such leave.
+func (c *owningClient) Delete(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
+	hooks := resources.Filter(isHook)
+	others := resources.Filter(func(info *resource.Info) bool { return !isHook(info) })
+	owned := append(c.ownedOnly(hooks, true), c.ownedOnly(others, false)...)
+	return c.watchingClient.Delete(owned, policy)
 }
 
-// DeleteWithPropagationPolicy is Delete with a propagation policy: Helm's
-// uninstall of a record's manifest, where only owned objects go.
-func (c *owningClient) DeleteWithPropagationPolicy(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
-	return c.watchingClient.DeleteWithPropagationPolicy(c.ownedOnly(resources, false), policy)
+// GetWaiter implements kube.Interface: the engine's waiter, restricted to
+// owned objects when it waits for deletes.
+func (c *owningClient) GetWaiter(ws kube.WaitStrategy) (kube.Waiter, error) {
+	return c.GetWaiterWithOptions(ws)
+}
+
+// GetWaiterWithOptions implements kube.InterfaceWaitOptions (see GetWaiter).
+func (c *owningClient) GetWaiterWithOptions(ws kube.WaitStrategy, opts ...kube.WaitOption) (kube.Waiter, error) {
+	w, err := c.watchingClient.GetWaiterWithOptions(ws, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &owningWaiter{Waiter: w, client: c}, nil
+}
+
+// owningWaiter waits only for the deletes the owning client made.
+type owningWaiter struct {
+	kube.Waiter
+	client *owningClient
 }
 
 // WaitForDelete waits until the owned objects among resources are gone.
 // Helm's uninstall waits for every object of the record's manifest, those
-// DeleteWithPropagationPolicy skipped too, which would never go: the wait
-// would run into its timeout and fail the uninstall.
-func (c *owningClient) WaitForDelete(resources kube.ResourceList, timeout time.Duration) error {
-	return c.watchingClient.WaitForDelete(c.ownedOnly(resources, false), timeout)
+// Delete skipped too, which would never go: the wait would run into its
+// timeout and fail the uninstall.
+func (w *owningWaiter) WaitForDelete(resources kube.ResourceList, timeout time.Duration) error {
+	hooks := resources.Filter(isHook)
+	others := resources.Filter(func(info *resource.Info) bool { return !isHook(info) })
+	owned := append(w.client.ownedOnly(hooks, true), w.client.ownedOnly(others, false)...)
+	return w.Waiter.WaitForDelete(owned, timeout)
 }
 
 // Update applies target and deletes what original has and target lacks.
 // Helm deletes those inline, so original loses, beforehand, every object
 // target lacks whose live copy the release does not own.
-func (c *owningClient) Update(original, target kube.ResourceList, force bool) (*kube.Result, error) {
-	return c.watchingClient.Update(c.deletableOriginal(original, target), target, force)
-}
-
-// UpdateThreeWayMerge is Update with a three-way merge.
-func (c *owningClient) UpdateThreeWayMerge(original, target kube.ResourceList, force bool) (*kube.Result, error) {
-	return c.watchingClient.UpdateThreeWayMerge(c.deletableOriginal(original, target), target, force)
+func (c *owningClient) Update(original, target kube.ResourceList, opts ...kube.ClientUpdateOption) (*kube.Result, error) {
+	return c.watchingClient.Update(c.deletableOriginal(original, target), target, opts...)
 }
 
 // deletableOriginal is original without the objects Update would delete
@@ -172,7 +212,8 @@ func (c *owningClient) deletable(info *resource.Info, legacyHooks bool) bool {
 		if apierrors.IsNotFound(err) {
 			return true
 		}
-		c.Log("Not deleting %s: it could not be read to check that release %s owns it: %v", resourceID(info), c.owner, err)
+		c.Logger().Info("Not deleting an object: it could not be read to check that the release owns it",
+			"object", resourceID(info), "release", c.owner.String(), "error", err)
 		return false
 	}
 	obj, err := meta.Accessor(live)
@@ -180,7 +221,8 @@ func (c *owningClient) deletable(info *resource.Info, legacyHooks bool) bool {
 		return true
 	}
 	if err != nil || !c.owner.owns(obj) {
-		c.Log("Not deleting %s: it does not carry the ownership annotations of release %s", resourceID(info), c.owner)
+		c.Logger().Info("Not deleting an object: it does not carry the release's ownership annotations",
+			"object", resourceID(info), "release", c.owner.String())
 		return false
 	}
 	return true

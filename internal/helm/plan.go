@@ -3,7 +3,8 @@ package helm
 import (
 	"time"
 
-	"helm.sh/helm/v3/pkg/release"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
 )
 
 // Action is what the engine does next to a release.
@@ -94,7 +95,7 @@ func (p Policy) testsRan(rel *release.Release) bool {
 // retryInterval is the RetryOnFailure interval that applies to obs: the
 // install strategy's until a revision was deployed, then the upgrade's.
 func (p Policy) retryInterval(obs Observation) time.Duration {
-	if obs.PreviousDeployed == nil && (obs.Latest == nil || obs.Latest.Info == nil || obs.Latest.Info.Status != release.StatusDeployed) {
+	if obs.PreviousDeployed == nil && (obs.Latest == nil || obs.Latest.Info == nil || obs.Latest.Info.Status != rcommon.StatusDeployed) {
 		return p.InstallRetryInterval
 	}
 	if obs.PreviousDeployed == nil && obs.Latest != nil && TestsFailed(obs.Latest) {
@@ -121,9 +122,9 @@ func Plan(obs Observation, matches func(*release.Release) bool, policy Policy, f
 	switch {
 	case status.IsPending():
 		return ActionUnlock
-	case status == release.StatusDeployed:
+	case status == rcommon.StatusDeployed:
 		return planDeployed(obs, matches(latest), policy, failures)
-	case status == release.StatusFailed:
+	case status == rcommon.StatusFailed:
 		return planFailed(obs, matches(latest), policy, failures)
 	default: // uninstalled with history kept, superseded or unknown as the newest record
 		return installOrStall(policy, failures)
@@ -189,13 +190,13 @@ func retryWait(obs Observation, matches func(*release.Release) bool, policy Poli
 	if interval == 0 || latest == nil || latest.Info == nil || !matches(latest) {
 		return 0
 	}
-	failedAt := latest.Info.LastDeployed.Time
+	failedAt := latest.Info.LastDeployed
 	switch {
-	case latest.Info.Status == release.StatusFailed && !Interrupted(latest):
-	case latest.Info.Status == release.StatusDeployed && TestsFailed(latest) && !policy.IgnoreTestFailures:
+	case latest.Info.Status == rcommon.StatusFailed && !Interrupted(latest):
+	case latest.Info.Status == rcommon.StatusDeployed && TestsFailed(latest) && !policy.IgnoreTestFailures:
 		for _, h := range latest.Hooks {
-			if isTestHook(h) && h.LastRun.CompletedAt.Time.After(failedAt) {
-				failedAt = h.LastRun.CompletedAt.Time
+			if isTestHook(h) && h.LastRun.CompletedAt.After(failedAt) {
+				failedAt = h.LastRun.CompletedAt
 			}
 		}
 	default:

@@ -7,11 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/action"
+	ri "helm.sh/helm/v4/pkg/release"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage"
+	"helm.sh/helm/v4/pkg/storage/driver"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // RecordSignatureLabel holds the operator's signature of a release record: an
@@ -128,8 +132,10 @@ func canonicalRecord(rel *release.Release) ([]byte, error) {
 }
 
 // verifyRecord classifies rel, stored in storageNamespace and just read
-// from storage, by its signature.
-func verifyRecord(key []byte, storageNamespace string, rel *release.Release) RecordTrust {
+// from storage, by its signature. stored, when known, is the record's JSON
+// as stored: a record the operator signed under Helm 3 is verified against
+// it, since Helm 4 re-encodes it differently.
+func verifyRecord(key []byte, storageNamespace string, rel *release.Release, stored []byte) RecordTrust {
 	sig := rel.Labels[RecordSignatureLabel]
 	if sig == "" {
 		return RecordUnverified
@@ -143,10 +149,13 @@ func verifyRecord(key []byte, storageNamespace string, rel *release.Release) Rec
 	// rel was just decoded from storage: encoding it once gives the bytes
 	// signing gave after its own decode (canonicalRecord).
 	canonical, err := json.Marshal(rel)
-	if err != nil || !hmac.Equal([]byte(sig), []byte(signature(key, storageNamespace, canonical))) {
-		return RecordTampered
+	if err == nil && hmac.Equal([]byte(sig), []byte(signature(key, storageNamespace, canonical))) {
+		return RecordVerified
 	}
-	return RecordVerified
+	if stored != nil && hmac.Equal([]byte(sig), []byte(signature(key, storageNamespace, stored))) {
+		return RecordVerified
+	}
+	return RecordTampered
 }
 
 // signingDriver is Helm's storage driver with the operator's signatures:
@@ -158,10 +167,13 @@ type signingDriver struct {
 	driver.Driver
 	key       []byte
 	namespace string
+	// stored holds the JSON of the records as read, for those signed
+	// under Helm 3 (see storedRecords); nil verifies re-encoded records only.
+	stored *storedRecords
 }
 
 // Get reads and classifies one record.
-func (d *signingDriver) Get(key string) (*release.Release, error) {
+func (d *signingDriver) Get(key string) (ri.Releaser, error) {
 	rel, err := d.Driver.Get(key)
 	if err != nil {
 		return nil, err
@@ -171,14 +183,14 @@ func (d *signingDriver) Get(key string) (*release.Release, error) {
 }
 
 // List reads and classifies the records filter keeps.
-func (d *signingDriver) List(filter func(*release.Release) bool) ([]*release.Release, error) {
+func (d *signingDriver) List(filter func(ri.Releaser) bool) ([]ri.Releaser, error) {
 	rels, err := d.Driver.List(filter)
 	d.classifyAll(rels)
 	return rels, err
 }
 
 // Query reads and classifies the records labels select.
-func (d *signingDriver) Query(labels map[string]string) ([]*release.Release, error) {
+func (d *signingDriver) Query(labels map[string]string) ([]ri.Releaser, error) {
 	rels, err := d.Driver.Query(labels)
 	d.classifyAll(rels)
 	return rels, err
@@ -188,7 +200,11 @@ func (d *signingDriver) Query(labels map[string]string) ([]*release.Release, err
 // a chart it rendered itself, or rolls back to a verified one. Helm copies
 // the previous revision's labels into the new one, the verdict on it too,
 // which does not apply.
-func (d *signingDriver) Create(key string, rel *release.Release) error {
+func (d *signingDriver) Create(key string, r ri.Releaser) error {
+	rel, err := v1Release(r)
+	if err != nil || rel == nil {
+		return fmt.Errorf("signing release record %s: %w", key, errors.Join(err, errNoRecord))
+	}
 	delete(rel.Labels, recordTrustLabel)
 	if err := d.sign(rel); err != nil {
 		return err
@@ -197,15 +213,22 @@ func (d *signingDriver) Create(key string, rel *release.Release) error {
 }
 
 // Update rewrites a record: signed again when it was trusted.
-func (d *signingDriver) Update(key string, rel *release.Release) error {
+func (d *signingDriver) Update(key string, r ri.Releaser) error {
+	rel, err := v1Release(r)
+	if err != nil || rel == nil {
+		return fmt.Errorf("signing release record %s: %w", key, errors.Join(err, errNoRecord))
+	}
 	if err := d.sign(rel); err != nil {
 		return err
 	}
 	return d.Driver.Update(key, rel)
 }
 
+// errNoRecord: the driver was handed nothing to write.
+var errNoRecord = errors.New("no version 1 release record")
+
 // Delete removes a record; what it returns is classified like any read.
-func (d *signingDriver) Delete(key string) (*release.Release, error) {
+func (d *signingDriver) Delete(key string) (ri.Releaser, error) {
 	rel, err := d.Driver.Delete(key)
 	if rel != nil {
 		d.classify(rel)
@@ -213,18 +236,23 @@ func (d *signingDriver) Delete(key string) (*release.Release, error) {
 	return rel, err
 }
 
-func (d *signingDriver) classifyAll(rels []*release.Release) {
+func (d *signingDriver) classifyAll(rels []ri.Releaser) {
 	for _, rel := range rels {
 		d.classify(rel)
 	}
 }
 
-// classify records the verdict on rel in its in-memory labels.
-func (d *signingDriver) classify(rel *release.Release) {
+// classify records the verdict on r in its in-memory labels. A record of
+// another kind than version 1 gets none, and is never replayed.
+func (d *signingDriver) classify(r ri.Releaser) {
+	rel, err := v1Release(r)
+	if err != nil || rel == nil {
+		return
+	}
 	if rel.Labels == nil {
 		rel.Labels = map[string]string{}
 	}
-	rel.Labels[recordTrustLabel] = string(verifyRecord(d.key, d.namespace, rel))
+	rel.Labels[recordTrustLabel] = string(verifyRecord(d.key, d.namespace, rel, d.stored.stored(recordSecretName(rel))))
 }
 
 // sign labels rel with its signature when it is trusted. An unverified
@@ -300,22 +328,31 @@ func (e *Engine) SignRecordsWith(key []byte) {
 	e.recordKey = key
 }
 
-// withSignatures wraps cfg's storage driver in the signing driver of the
-// engine's key.
-func (e *Engine) withSignatures(cfg *action.Configuration, storageNamespace string) {
+// recordStorage is release storage in secrets of storageNamespace, through
+// the signing driver of the engine's key when it has one.
+func (e *Engine) recordStorage(secrets corev1client.SecretInterface, storageNamespace string, log slog.Handler) *storage.Storage {
 	if len(e.recordKey) == 0 {
-		return
+		d := driver.NewSecrets(secrets)
+		d.SetLogger(log)
+		return storage.Init(d)
 	}
-	cfg.Releases.Driver = &signingDriver{Driver: cfg.Releases.Driver, key: e.recordKey, namespace: storageNamespace}
+	stored := newStoredRecords(secrets)
+	d := driver.NewSecrets(stored)
+	d.SetLogger(log)
+	return storage.Init(&signingDriver{Driver: d, key: e.recordKey, namespace: storageNamespace, stored: stored})
 }
 
 // hooksOfLatestReplayable says whether the hooks of the newest record of a
 // release may run, e.g. on uninstall: only when the operator wrote it.
 func hooksOfLatestReplayable(cfg *action.Configuration, name string) bool {
-	rel, err := cfg.Releases.Last(name)
+	last, err := cfg.Releases.Last(name)
 	if err != nil {
 		// Nothing readable to replay; Helm's own read reports the error.
 		return true
+	}
+	rel, err := v1Release(last)
+	if err != nil || rel == nil {
+		return false
 	}
 	return replayable(rel)
 }

@@ -1,19 +1,27 @@
 package helm
 
 import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/ssa/jsondiff"
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
-	helmtime "helm.sh/helm/v3/pkg/time"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 var testKey = []byte("a-test-key-of-enough-bytes")
@@ -21,7 +29,7 @@ var testKey = []byte("a-test-key-of-enough-bytes")
 func testRecord() *release.Release {
 	return &release.Release{
 		Name: "app", Namespace: "apps", Version: 3,
-		Info: &release.Info{Status: release.StatusDeployed, LastDeployed: helmtime.Now()},
+		Info: &release.Info{Status: rcommon.StatusDeployed, LastDeployed: time.Now()},
 		Chart: &chart.Chart{Metadata: &chart.Metadata{Name: "small", Version: "0.1.0"},
 			Values: map[string]any{"replicas": 2, "big": int64(1) << 40}},
 		Config:   map[string]any{"image": map[string]any{"tag": "1.2"}},
@@ -52,7 +60,7 @@ func TestSignRecord_verifiesAfterAStorageRoundTrip(t *testing.T) {
 	g.Expect(SignRecord(testKey, "apps", rel)).To(Succeed())
 	sig := rel.Labels[RecordSignatureLabel]
 	g.Expect(sig).To(MatchRegexp(`^[0-9a-f]{8}\.[0-9a-f]{52}$`), "a valid label value")
-	g.Expect(verifyRecord(testKey, "apps", stored(t, rel))).To(Equal(RecordVerified))
+	g.Expect(verifyRecord(testKey, "apps", stored(t, rel), nil)).To(Equal(RecordVerified))
 }
 
 func TestVerifyRecord_classifies(t *testing.T) {
@@ -95,7 +103,7 @@ func TestVerifyRecord_classifies(t *testing.T) {
 			if tt.key != nil {
 				key = tt.key
 			}
-			NewWithT(t).Expect(verifyRecord(key, ns, rel)).To(Equal(tt.want))
+			NewWithT(t).Expect(verifyRecord(key, ns, rel, nil)).To(Equal(tt.want))
 		})
 	}
 }
@@ -121,13 +129,13 @@ func TestSigningDriver_sign_keepsAnUntrustedRecordUntrusted(t *testing.T) {
 			}
 			d.classify(rel)
 			rel.Labels[recordTrustLabel] = string(tt.read)
-			rel.Info.Status = release.StatusSuperseded // a status update
+			rel.Info.Status = rcommon.StatusSuperseded // a status update
 			g.Expect(d.sign(rel)).To(Succeed())
 			g.Expect(recordTrust(rel)).To(Equal(tt.read), "the verdict stays in memory")
 			back := stored(t, rel)
 			delete(back.Labels, recordTrustLabel) // what the Secret holds
 			g.Expect(back.Labels[RecordSignatureLabel] != "").To(Equal(tt.wantSig))
-			g.Expect(verifyRecord(testKey, "apps", back)).To(Equal(tt.want))
+			g.Expect(verifyRecord(testKey, "apps", back, nil)).To(Equal(tt.want))
 		})
 	}
 }
@@ -141,8 +149,8 @@ func TestSigningDriver_Create_signsANewRevisionCopiedFromAnUnverifiedOne(t *test
 	g.Expect(d.Create("sh.helm.release.v1.app.v3", rel)).To(Succeed())
 	got, err := d.Get("sh.helm.release.v1.app.v3")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(recordTrust(got)).To(Equal(RecordVerified))
-	g.Expect(verifyRecord(testKey, "apps", stored(t, rel))).To(Equal(RecordVerified))
+	g.Expect(recordTrust(got.(*release.Release))).To(Equal(RecordVerified))
+	g.Expect(verifyRecord(testKey, "apps", stored(t, rel), nil)).To(Equal(RecordVerified))
 }
 
 func TestCheckTampered_namesTheRecordSecret(t *testing.T) {
@@ -234,15 +242,60 @@ func BenchmarkVerifyRecord(b *testing.B) {
 	rel := testRecord()
 	tmpl := strings.Repeat("x", 2048)
 	for i := range 50 {
-		rel.Chart.Templates = append(rel.Chart.Templates, &chart.File{Name: fmt.Sprintf("templates/t%d.yaml", i), Data: []byte(tmpl)})
+		rel.Chart.Templates = append(rel.Chart.Templates, &common.File{Name: fmt.Sprintf("templates/t%d.yaml", i), Data: []byte(tmpl)})
 		rel.Manifest += "---\n" + tmpl + "\n"
 	}
 	if err := SignRecord(testKey, "apps", rel); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if verifyRecord(testKey, "apps", rel) != RecordVerified {
+		if verifyRecord(testKey, "apps", rel, nil) != RecordVerified {
 			b.Fatal("not verified")
 		}
+	}
+}
+
+// helm3Record is a release record as Helm 3 stored it: its times as strings,
+// empty ones included, and no field Helm 4 added (apply_method, modtime).
+const helm3Record = `{"name":"app","info":{"first_deployed":"2026-11-02T10:00:00.123456789Z","last_deployed":"2026-11-02T10:00:00.123456789Z","deleted":"","description":"Install complete","status":"deployed"},"chart":{"metadata":{"name":"small","version":"0.1.0","apiVersion":"v2"},"lock":null,"templates":[{"name":"templates/configmap.yaml","data":"YQ=="}],"values":{"message":"one"},"schema":null,"files":null},"config":{"message":"one"},"manifest":"---\n# Source: small/templates/configmap.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n","hooks":[{"name":"app-test","kind":"Pod","path":"small/templates/test.yaml","manifest":"apiVersion: v1\nkind: Pod\n","events":["test"],"last_run":{"started_at":"","completed_at":"","phase":""}}],"version":1,"namespace":"helm3"}`
+
+// storeRecordSecret writes record as Helm's Secrets driver stores it (gzip,
+// base64), with the release labels and signature sig.
+func storeRecordSecret(g Gomega, c client.Client, namespace, record, sig string) {
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, err := w.Write([]byte(record))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.Close()).To(Succeed())
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "sh.helm.release.v1.app.v1", Labels: map[string]string{
+			"owner": "helm", "name": "app", "status": "deployed", "version": "1", RecordSignatureLabel: sig,
+		}},
+		Type: "helm.sh/release.v1",
+		Data: map[string][]byte{"release": []byte(base64.StdEncoding.EncodeToString(gz.Bytes()))},
+	}
+	g.Expect(c.Create(context.Background(), secret)).To(Succeed())
+}
+
+// TestEngine_verifiesRecordsSignedUnderHelm3: the operator signed records
+// over Helm 3's encoding; Helm 4 decodes them into types that encode
+// differently, so the signature is checked against the stored bytes. Such a
+// record stays verified, and one changed since is still found tampered.
+func TestEngine_verifiesRecordsSignedUnderHelm3(t *testing.T) {
+	env, engine := startEngine(t)
+	engine.SignRecordsWith(testKey)
+	g := NewWithT(t)
+	for ns, want := range map[string]RecordTrust{"helm3": RecordVerified, "helm3-edited": RecordTampered} {
+		g.Expect(env.Client.Create(context.Background(), namespaceObject(ns))).To(Succeed())
+		sig := signature(testKey, ns, []byte(helm3Record))
+		record := helm3Record
+		if want == RecordTampered {
+			record = strings.Replace(record, "name: app", "name: kube-proxy", 1)
+		}
+		storeRecordSecret(g, env.Client, ns, record, sig)
+		req := Request{Target: Target{ReleaseName: "app", Namespace: ns, StorageNamespace: ns}}
+		rel := recordsOf(g, engine, req)[1]
+		g.Expect(rel).NotTo(BeNil())
+		g.Expect(recordTrust(rel)).To(Equal(want), ns)
 	}
 }

@@ -2,9 +2,13 @@ package helm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 
-	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v4/pkg/action"
+	ri "helm.sh/helm/v4/pkg/release"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -30,15 +34,15 @@ type Preview struct {
 // returns it beside the objects of the newest revision. It reads release
 // storage (Secrets in the storage namespace) and writes nothing.
 func (e *Engine) Render(ctx context.Context, target Target, desired Desired, spec *kraanv1.HelmReleaseSpec) (Preview, error) {
-	cfg, err := e.configFor(target, func(string, ...any) {}, nil)
+	cfg, err := e.configFor(target, slog.DiscardHandler, nil)
 	if err != nil {
 		return Preview{}, err
 	}
-	p, exists, err := e.current(cfg, target)
+	p, latest, err := e.current(cfg, target)
 	if err != nil {
 		return Preview{}, err
 	}
-	manifest, err := e.dryRun(ctx, cfg, target, desired, spec, exists)
+	manifest, err := e.dryRun(ctx, cfg, target, desired, spec, latest)
 	if err != nil {
 		return Preview{}, fmt.Errorf("rendering release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
 	}
@@ -51,7 +55,7 @@ func (e *Engine) Render(ctx context.Context, target Target, desired Desired, spe
 // Current returns the newest revision of target's release and its objects
 // (Preview.Desired empty): what the release applied last.
 func (e *Engine) Current(_ context.Context, target Target) (Preview, error) {
-	cfg, err := e.configFor(target, func(string, ...any) {}, nil)
+	cfg, err := e.configFor(target, slog.DiscardHandler, nil)
 	if err != nil {
 		return Preview{}, err
 	}
@@ -59,19 +63,19 @@ func (e *Engine) Current(_ context.Context, target Target) (Preview, error) {
 	return p, err
 }
 
-// current reads the newest revision from storage; exists is false when
+// current reads the newest revision from storage, and returns it; nil when
 // storage holds none.
-func (e *Engine) current(cfg *action.Configuration, target Target) (Preview, bool, error) {
+func (e *Engine) current(cfg *action.Configuration, target Target) (Preview, *release.Release, error) {
 	obs, err := observe(cfg, target.ReleaseName)
 	if err != nil || obs.Latest == nil {
-		return Preview{}, false, err
+		return Preview{}, nil, err
 	}
 	p := Preview{CurrentRevision: obs.Latest.Version}
 	if md := obs.Latest.Chart; md != nil && md.Metadata != nil {
 		p.CurrentChart = md.Metadata.Name + "-" + md.Metadata.Version
 	}
 	p.Current, err = e.objectsOf(target, obs.Latest.Manifest)
-	return p, true, err
+	return p, obs.Latest, err
 }
 
 // objectsOf decodes a manifest of target's release, with the mapper of the
@@ -88,24 +92,27 @@ func (e *Engine) objectsOf(target Target, manifest string) ([]*unstructured.Unst
 // still talks to the cluster for its capabilities and lookups, and returns
 // the rendered manifest.
 func (e *Engine) dryRun(ctx context.Context, cfg *action.Configuration, target Target, desired Desired,
-	spec *kraanv1.HelmReleaseSpec, exists bool) (string, error) {
+	spec *kraanv1.HelmReleaseSpec, latest *release.Release) (string, error) {
 	labels := desired.labels()
-	if !exists {
-		install := newInstall(cfg, target, spec, labels)
-		install.DryRun, install.DryRunOption = true, "server"
+	var rendered ri.Releaser
+	var err error
+	if latest == nil {
+		install := newInstall(cfg, target, spec, ApplyMethods{}, labels)
+		install.DryRunStrategy = action.DryRunServer
 		install.PostRenderer = postRendererFor(spec, nil)
-		rel, err := install.RunWithContext(ctx, desired.Chart, desired.Values)
-		if err != nil {
-			return "", err
-		}
-		return rel.Manifest, nil
+		rendered, err = install.RunWithContext(ctx, desired.Chart, desired.Values)
+	} else {
+		upgrade := newUpgrade(cfg, target, spec, ApplyMethods{}, latest, labels)
+		upgrade.DryRunStrategy = action.DryRunServer
+		upgrade.PostRenderer = postRendererFor(spec, nil)
+		rendered, err = upgrade.RunWithContext(ctx, target.ReleaseName, desired.Chart, desired.Values)
 	}
-	upgrade := newUpgrade(cfg, target, spec, labels)
-	upgrade.DryRun, upgrade.DryRunOption = true, "server"
-	upgrade.PostRenderer = postRendererFor(spec, nil)
-	rel, err := upgrade.RunWithContext(ctx, target.ReleaseName, desired.Chart, desired.Values)
 	if err != nil {
 		return "", err
+	}
+	rel, err := v1Release(rendered)
+	if err != nil || rel == nil {
+		return "", errors.Join(err, errNoRecord)
 	}
 	return rel.Manifest, nil
 }

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/kube"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -41,15 +43,15 @@ func resumable(req Request, obs Observation) (resumption, bool) {
 		act               Action
 	)
 	switch rel.Info.Status {
-	case release.StatusPendingInstall:
-		a := newInstall(&action.Configuration{}, req.Target, req.Spec, map[string]string{})
-		wait, jobs, hooks, timeout, hook, act = a.Wait, a.WaitForJobs, !a.DisableHooks, a.Timeout, release.HookPostInstall, ActionInstall
-	case release.StatusPendingUpgrade:
-		a := newUpgrade(&action.Configuration{}, req.Target, req.Spec, map[string]string{})
+	case rcommon.StatusPendingInstall:
+		a := newInstall(&action.Configuration{}, req.Target, req.Spec, req.Apply, map[string]string{})
+		wait, jobs, hooks, timeout, hook, act = a.WaitStrategy != kube.HookOnlyStrategy, a.WaitForJobs, !a.DisableHooks, a.Timeout, release.HookPostInstall, ActionInstall
+	case rcommon.StatusPendingUpgrade:
+		a := newUpgrade(&action.Configuration{}, req.Target, req.Spec, req.Apply, obs.PreviousDeployed, map[string]string{})
 		if a.CleanupOnFail {
 			return resumption{}, false
 		}
-		wait, jobs, hooks, timeout, hook, act = a.Wait, a.WaitForJobs, !a.DisableHooks, a.Timeout, release.HookPostUpgrade, ActionUpgrade
+		wait, jobs, hooks, timeout, hook, act = a.WaitStrategy != kube.HookOnlyStrategy, a.WaitForJobs, !a.DisableHooks, a.Timeout, release.HookPostUpgrade, ActionUpgrade
 	default:
 		return resumption{}, false
 	}
@@ -78,11 +80,15 @@ func (e *Engine) resume(cfg *action.Configuration, obs Observation, how resumpti
 			return "", errNotApplied
 		}
 	}
-	left := max(time.Until(rel.Info.LastDeployed.Time.Add(how.timeout)), 0)
+	left := max(time.Until(rel.Info.LastDeployed.Add(how.timeout)), 0)
+	waiter, err := cfg.KubeClient.GetWaiter(waitStrategyOf(true))
+	if err != nil {
+		return "", err
+	}
 	if how.jobs {
-		err = cfg.KubeClient.WaitWithJobs(resources, left)
+		err = waiter.WaitWithJobs(resources, left)
 	} else {
-		err = cfg.KubeClient.Wait(resources, left)
+		err = waiter.Wait(resources, left)
 	}
 	detail := fmt.Sprintf("resumed the wait for revision %d, which the operator was waiting for when it stopped", rel.Version)
 	if err != nil {
@@ -90,14 +96,14 @@ func (e *Engine) resume(cfg *action.Configuration, obs Observation, how resumpti
 		if how.action == ActionUpgrade {
 			msg = fmt.Sprintf("Upgrade %q failed: %s", rel.Name, err)
 		}
-		rel.SetStatus(release.StatusFailed, msg)
+		rel.SetStatus(rcommon.StatusFailed, msg)
 		if uerr := cfg.Releases.Update(rel); uerr != nil {
 			return detail, fmt.Errorf("recording revision %d as failed: %w", rel.Version, uerr)
 		}
 		return detail, fmt.Errorf("%s (%s)", msg, detail)
 	}
-	if prev := obs.PreviousDeployed; how.action == ActionUpgrade && prev != nil && prev.Info.Status == release.StatusDeployed {
-		prev.Info.Status = release.StatusSuperseded
+	if prev := obs.PreviousDeployed; how.action == ActionUpgrade && prev != nil && prev.Info.Status == rcommon.StatusDeployed {
+		prev.Info.Status = rcommon.StatusSuperseded
 		if err := cfg.Releases.Update(prev); err != nil {
 			return detail, fmt.Errorf("marking revision %d superseded: %w", prev.Version, err)
 		}
@@ -106,7 +112,7 @@ func (e *Engine) resume(cfg *action.Configuration, obs Observation, how resumpti
 	if how.action == ActionUpgrade {
 		desc = "Upgrade complete"
 	}
-	rel.SetStatus(release.StatusDeployed, desc)
+	rel.SetStatus(rcommon.StatusDeployed, desc)
 	if err := cfg.Releases.Update(rel); err != nil {
 		return detail, fmt.Errorf("recording revision %d as deployed: %w", rel.Version, err)
 	}

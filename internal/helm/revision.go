@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/strvals"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/strvals"
 )
 
 // Chart is a loaded Helm chart. Outside this package it is only passed
@@ -58,8 +60,17 @@ func (d Desired) ChartName() string {
 }
 
 // ParseSetValue sets a `--set` style key=value into values, as Helm's CLI
-// and Operator SDK's watches.yaml overrides do.
+// and Operator SDK's watches.yaml overrides do. A key that names nothing
+// ("a[") is an error: Helm 4's parser takes it and sets nothing.
 func ParseSetValue(keyValue string, values map[string]any) error {
+	alone := map[string]any{}
+	if err := strvals.ParseInto(keyValue, alone); err != nil {
+		return err
+	}
+	if len(alone) == 0 {
+		key, _, _ := strings.Cut(keyValue, "=")
+		return fmt.Errorf("key %q names no value", key)
+	}
 	return strvals.ParseInto(keyValue, values)
 }
 
@@ -109,16 +120,16 @@ func testHookRuns(rel *release.Release) map[string]TestHookRun {
 		if runs == nil {
 			runs = map[string]TestHookRun{}
 		}
-		runs[h.Name] = TestHookRun{Started: h.LastRun.StartedAt.Time, Completed: h.LastRun.CompletedAt.Time, Phase: h.LastRun.Phase.String()}
+		runs[h.Name] = TestHookRun{Started: h.LastRun.StartedAt, Completed: h.LastRun.CompletedAt, Phase: h.LastRun.Phase.String()}
 	}
 	return runs
 }
 
 // Deployed reports whether the revision is deployed.
-func (r *Revision) Deployed() bool { return r != nil && r.Status == release.StatusDeployed.String() }
+func (r *Revision) Deployed() bool { return r != nil && r.Status == rcommon.StatusDeployed.String() }
 
 // Failed reports whether the revision failed.
-func (r *Revision) Failed() bool { return r != nil && r.Status == release.StatusFailed.String() }
+func (r *Revision) Failed() bool { return r != nil && r.Status == rcommon.StatusFailed.String() }
 
 // LatestRevision is the newest revision in storage after the run, or nil.
 func (r Result) LatestRevision(desired Desired) *Revision {
@@ -134,7 +145,7 @@ func revisionOf(rel *release.Release, desired Desired) *Revision {
 		Status: rel.Info.Status.String(), Description: rel.Info.Description,
 		ChartName: rel.Chart.Metadata.Name, ChartVersion: rel.Chart.Metadata.Version, AppVersion: rel.Chart.Metadata.AppVersion,
 		ChartDigest: rel.Labels[ChartDigestLabel], ConfigDigest: ValuesDigest(rel.Config),
-		FirstDeployed: rel.Info.FirstDeployed.Time, LastDeployed: rel.Info.LastDeployed.Time,
+		FirstDeployed: rel.Info.FirstDeployed, LastDeployed: rel.Info.LastDeployed,
 		Manifest: rel.Manifest,
 		TestsRan: TestsRan(rel), TestsFailed: TestsFailed(rel), TestHooks: testHookRuns(rel),
 		Matches: desired.Chart != nil && desired.Matches(rel),

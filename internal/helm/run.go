@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/postrender"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/postrenderer"
+	ri "helm.sh/helm/v4/pkg/release"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/redact"
@@ -30,7 +30,7 @@ type Request struct {
 	Failures Failures
 	// PostRenderer, when set, changes what the chart rendered before Helm
 	// applies it on install and upgrade (owner references for chart-backed kinds).
-	PostRenderer postrender.PostRenderer
+	PostRenderer postrenderer.PostRenderer
 	// BeforeAction, when set, is called before each action starts: the
 	// controller reports progress on the object while Helm works, which may
 	// take until the action's timeout.
@@ -49,6 +49,9 @@ type Request struct {
 	// StorageEmpty says the operator's cache holds no record of the release:
 	// the first action is planned without reading storage.
 	StorageEmpty bool
+	// Apply says how install, upgrade and rollback write the release's
+	// objects; the zero value applies client-side, as Helm 3 did.
+	Apply ApplyMethods
 }
 
 // Step is one Helm action the engine took.
@@ -106,7 +109,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 	known := req.StorageEmpty
 	for range maxSteps {
 		logs := &logTail{redactor: req.Redactor}
-		cfg, err := e.configFor(req.Target, logs.bind(logr.FromContextOrDiscard(ctx)), req.Pause)
+		cfg, err := e.configFor(req.Target, logs.handler(logr.FromContextOrDiscard(ctx)), req.Pause)
 		if err != nil {
 			return res, err
 		}
@@ -246,14 +249,14 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	case ActionInstall:
 		installed, err = e.install(ctx, cfg, req, obs, labels)
 	case ActionUpgrade:
-		err = e.upgrade(ctx, cfg, req, labels)
+		err = e.upgrade(ctx, cfg, req, obs, labels)
 	case ActionTest:
 		if err = refuseUnverified(obs.Latest, "testing"); err == nil {
 			err = runTests(cfg, req)
 		}
 	case ActionRollback:
 		if err = refuseUnverified(obs.PreviousDeployed, "rolling back to"); err == nil {
-			err = newRollback(cfg, req.Spec, obs.PreviousDeployed.Version).Run(req.Target.ReleaseName)
+			err = newRollback(cfg, req.Spec, req.Apply, obs.PreviousDeployed).Run(req.Target.ReleaseName)
 		}
 	case ActionUninstall:
 		uninstall := newUninstall(cfg, req.Spec)
@@ -267,7 +270,7 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	if err != nil {
 		err = fmt.Errorf("%s of release %s/%s failed: %w", next, req.Target.StorageNamespace, req.Target.ReleaseName, err)
 	}
-	if err != nil || installed == nil || installed.Info == nil || installed.Info.Status != release.StatusDeployed {
+	if err != nil || installed == nil || installed.Info == nil || installed.Info.Status != rcommon.StatusDeployed {
 		installed = nil
 	}
 	return Step{Action: next, Err: err, Duration: time.Since(start), Detail: detail}, installed
@@ -281,17 +284,21 @@ func (e *Engine) install(ctx context.Context, cfg *action.Configuration, req Req
 		cfg.Releases.Driver = noHistory{stored}
 		defer func() { cfg.Releases.Driver = stored }()
 	}
-	install := newInstall(cfg, req.Target, req.Spec, labels)
+	install := newInstall(cfg, req.Target, req.Spec, req.Apply, labels)
 	install.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
 	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err != nil {
 		return nil, err
 	}
-	return install.RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
+	installed, err := install.RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
+	if err != nil {
+		return nil, err
+	}
+	return v1Release(installed)
 }
 
 // upgrade applies the chart's CRDs as the spec says, then upgrades.
-func (e *Engine) upgrade(ctx context.Context, cfg *action.Configuration, req Request, labels map[string]string) error {
-	upgrade := newUpgrade(cfg, req.Target, req.Spec, labels)
+func (e *Engine) upgrade(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, labels map[string]string) error {
+	upgrade := newUpgrade(cfg, req.Target, req.Spec, req.Apply, obs.Latest, labels)
 	upgrade.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
 	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, upgradeCRDsPolicy(req.Spec)); err != nil {
 		return err
@@ -309,13 +316,13 @@ type noHistory struct {
 	driver.Driver
 }
 
-func (noHistory) Query(map[string]string) ([]*release.Release, error) {
+func (noHistory) Query(map[string]string) ([]ri.Releaser, error) {
 	return nil, driver.ErrReleaseNotFound
 }
 
 // failureOf says why rel failed, from its description or its tests.
 func failureOf(rel *release.Release) string {
-	if rel.Info.Status == release.StatusFailed {
+	if rel.Info.Status == rcommon.StatusFailed {
 		return rel.Info.Description
 	}
 	return "a test hook failed"
@@ -324,7 +331,18 @@ func failureOf(rel *release.Release) string {
 // runTests runs the test hooks; a failed test is recorded in storage by Helm
 // (the hook's phase) and returned as an error.
 func runTests(cfg *action.Configuration, req Request) error {
-	rel, err := newTest(cfg, req.Target, req.Spec).Run(req.Target.ReleaseName)
+	tested, cleanup, err := newTest(cfg, req.Target, req.Spec).Run(req.Target.ReleaseName)
+	if cleanup != nil {
+		// Helm 4 leaves the deletion of the test hooks (their delete
+		// policies) to the caller, after it read their logs.
+		if cerr := cleanup(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	rel, err := v1Release(tested)
 	if err != nil {
 		return err
 	}
@@ -342,7 +360,7 @@ func runTests(cfg *action.Configuration, req Request) error {
 // returns what it found, for the user.
 func unlock(cfg *action.Configuration, rel *release.Release) (string, error) {
 	previous := rel.Info.Status
-	rel.SetStatus(release.StatusFailed, fmt.Sprintf("Release was %s when the operation running it was interrupted", previous))
+	rel.SetStatus(rcommon.StatusFailed, fmt.Sprintf("Release was %s when the operation running it was interrupted", previous))
 	if rel.Labels == nil {
 		rel.Labels = map[string]string{}
 	}
@@ -360,7 +378,7 @@ func unlock(cfg *action.Configuration, rel *release.Release) (string, error) {
 // install.
 func countFailure(f Failures, failed Action, obs Observation) Failures {
 	neverDeployed := obs.PreviousDeployed == nil && (obs.Latest == nil || obs.Latest.Info == nil ||
-		obs.Latest.Info.Status != release.StatusDeployed)
+		obs.Latest.Info.Status != rcommon.StatusDeployed)
 	switch {
 	case failed == ActionInstall, failed == ActionTest && obs.PreviousDeployed == nil, failed == ActionUpgrade && neverDeployed:
 		f.Install++
@@ -375,34 +393,4 @@ func sameRevision(a, b *release.Release) bool {
 		return a == b
 	}
 	return a.Version == b.Version && a.Info.Status == b.Info.Status
-}
-
-// logTail keeps the last lines Helm logged during an action.
-type logTail struct {
-	mu  sync.Mutex
-	buf []string
-	// redactor masks secret values in each line; nil masks nothing.
-	redactor *redact.Redactor
-}
-
-const logTailLines = 10
-
-func (l *logTail) bind(log logr.Logger) action.DebugLog {
-	return func(format string, v ...any) {
-		line := fmt.Sprintf(format, v...)
-		line = l.redactor.String(line)
-		log.V(1).Info(line)
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.buf = append(l.buf, strings.TrimSpace(line))
-		if len(l.buf) > logTailLines {
-			l.buf = l.buf[len(l.buf)-logTailLines:]
-		}
-	}
-}
-
-func (l *logTail) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.buf...)
 }

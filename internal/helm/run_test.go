@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/action"
-	helmchart "helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +32,7 @@ func TestEngine_Run_recoversInterruptedOperations(t *testing.T) {
 		namespace string
 		// interrupt turns storage into what a kill leaves: the revision that
 		// was pending and its status.
-		interrupt func(g Gomega, cfg *action.Configuration, req Request) (int, release.Status)
+		interrupt func(g Gomega, cfg *action.Configuration, req Request) (int, rcommon.Status)
 		want      map[int]string
 	}{
 		{name: "upgrade", namespace: "upgrade", interrupt: pendingUpgrade,
@@ -51,7 +51,7 @@ func TestEngine_Run_recoversInterruptedOperations(t *testing.T) {
 			g.Expect(env.Client.Get(ctx, key, before)).To(Succeed())
 
 			req.Desired.Values = map[string]any{"message": "two"}
-			cfg, err := engine.configFor(req.Target, t.Logf, nil)
+			cfg, err := engine.configFor(req.Target, testLogHandler(t), nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			pending, status := tt.interrupt(g, cfg, req)
 
@@ -66,7 +66,9 @@ func TestEngine_Run_recoversInterruptedOperations(t *testing.T) {
 			g.Expect(res.Steps[0].Detail).To(And(ContainSubstring("revision %d", pending), ContainSubstring(status.String())))
 			g.Expect(res.Next).To(Equal(ActionNone))
 
-			history, err := cfg.Releases.History("app")
+			stored, err := cfg.Releases.History("app")
+			g.Expect(err).NotTo(HaveOccurred())
+			history, err := v1Releases(stored)
 			g.Expect(err).NotTo(HaveOccurred())
 			statuses := map[int]string{}
 			for _, rel := range history {
@@ -101,7 +103,7 @@ func TestEngine_Run_failureBeforeStorageIsNotCounted(t *testing.T) {
 	_, err := engine.Run(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	widget := &helmchart.File{Name: "templates/widget.yaml", Data: []byte("apiVersion: test.kraan.io/v1\nkind: Widget\nmetadata: {name: w}\n")}
+	widget := &common.File{Name: "templates/widget.yaml", Data: []byte("apiVersion: test.kraan.io/v1\nkind: Widget\nmetadata: {name: w}\n")}
 	req.Desired.Chart.Templates = append(req.Desired.Chart.Templates, widget)
 	req.Desired.ChartDigest = "sha256:two"
 	res, err := engine.Run(ctx, req)
@@ -137,23 +139,27 @@ func interruptibleRequest(g Gomega, namespace string) Request {
 
 // pendingUpgrade is what SIGKILL during the upgrade to req's values leaves:
 // a second revision, pending-upgrade, beside the deployed first.
-func pendingUpgrade(g Gomega, cfg *action.Configuration, req Request) (int, release.Status) {
-	pending, err := cfg.Releases.Get("app", 1)
+func pendingUpgrade(g Gomega, cfg *action.Configuration, req Request) (int, rcommon.Status) {
+	stored, err := cfg.Releases.Get("app", 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	pending, err := v1Release(stored)
 	g.Expect(err).NotTo(HaveOccurred())
 	pending.Version, pending.Config, pending.Labels = 2, req.Desired.Values, req.Desired.labels()
-	pending.SetStatus(release.StatusPendingUpgrade, "Preparing upgrade")
+	pending.SetStatus(rcommon.StatusPendingUpgrade, "Preparing upgrade")
 	g.Expect(cfg.Releases.Create(pending)).To(Succeed())
-	return 2, release.StatusPendingUpgrade
+	return 2, rcommon.StatusPendingUpgrade
 }
 
 // pendingInstall is what SIGKILL during the first install leaves once Helm
 // created the objects: the only revision, pending-install.
-func pendingInstall(g Gomega, cfg *action.Configuration, _ Request) (int, release.Status) {
-	rel, err := cfg.Releases.Get("app", 1)
+func pendingInstall(g Gomega, cfg *action.Configuration, _ Request) (int, rcommon.Status) {
+	stored, err := cfg.Releases.Get("app", 1)
 	g.Expect(err).NotTo(HaveOccurred())
-	rel.SetStatus(release.StatusPendingInstall, "Initial install underway")
+	rel, err := v1Release(stored)
+	g.Expect(err).NotTo(HaveOccurred())
+	rel.SetStatus(rcommon.StatusPendingInstall, "Initial install underway")
 	g.Expect(cfg.Releases.Update(rel)).To(Succeed())
-	return 1, release.StatusPendingInstall
+	return 1, rcommon.StatusPendingInstall
 }
 
 func namespaceObject(name string) *corev1.Namespace {

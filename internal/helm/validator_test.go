@@ -2,6 +2,7 @@ package helm
 
 import (
 	"bytes"
+	"log/slog"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -17,7 +18,7 @@ func TestSharedValidators(t *testing.T) {
 	g := NewWithT(t)
 	_, engine := startEngine(t)
 	validator := func(target Target) validation.Schema {
-		cfg, err := engine.configFor(target, func(string, ...any) {}, nil)
+		cfg, err := engine.configFor(target, slog.DiscardHandler, nil)
 		g.Expect(err).NotTo(HaveOccurred())
 		v, err := cfg.KubeClient.(*owningClient).Factory.Validator(metav1.FieldValidationStrict)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -36,7 +37,7 @@ func TestSharedValidators(t *testing.T) {
 	engine.local.apis.invalidate()
 	g.Expect(validator(target)).NotTo(BeIdenticalTo(first), "a change of the served APIs drops it")
 
-	cfg, err := engine.configFor(target, func(string, ...any) {}, nil)
+	cfg, err := engine.configFor(target, slog.DiscardHandler, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = cfg.KubeClient.Build(bytes.NewBufferString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n"), true)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -6,8 +6,9 @@ import (
 	"regexp"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/strvals"
+	"helm.sh/helm/v4/pkg/chart/common"
+	valuesutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/strvals"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -54,11 +55,11 @@ func ComposeValues(sources []ValuesSource, inline *apiextensionsv1.JSON) (map[st
 			}
 			continue
 		}
-		values, err := chartutil.ReadValues(data)
+		values, err := common.ReadValues(data)
 		if err != nil {
 			return nil, &ValuesError{Ref: src.Ref, Err: fmt.Errorf("invalid YAML: %w", err)}
 		}
-		result = chartutil.MergeTables(values, result)
+		result = valuesutil.MergeTables(values, result)
 	}
 	if inline == nil || len(inline.Raw) == 0 {
 		return result, nil
@@ -67,7 +68,7 @@ func ComposeValues(sources []ValuesSource, inline *apiextensionsv1.JSON) (map[st
 	if err := json.Unmarshal(inline.Raw, &values); err != nil {
 		return nil, fmt.Errorf("spec.values: %w", err)
 	}
-	return chartutil.MergeTables(values, result), nil
+	return valuesutil.MergeTables(values, result), nil
 }
 
 // targetPathPlaceholder stands for the value while Helm's `--set` parser
@@ -85,6 +86,15 @@ const targetPathPlaceholder = "kraanTargetPathValue0x7f3c9e51"
 // be a secret. literal (valuesFrom[].literal, Helm's --set-literal) sets the
 // value as a string, quotes and all.
 func setAtPath(values map[string]any, path, value string, literal bool) error {
+	// Helm 4's parser takes some malformed paths ("a[") without an error
+	// and sets nothing: the value would be dropped silently.
+	alone := map[string]any{}
+	if err := strvals.ParseIntoString(path+"="+targetPathPlaceholder, alone); err != nil {
+		return fmt.Errorf("invalid targetPath %q: %w", path, err)
+	}
+	if !holdsPlaceholder(alone) {
+		return fmt.Errorf("invalid targetPath %q: it names no key", path)
+	}
 	if err := strvals.ParseIntoString(path+"="+targetPathPlaceholder, values); err != nil {
 		return fmt.Errorf("invalid targetPath %q: %w", path, err)
 	}
@@ -116,6 +126,25 @@ func targetPathValue(value string) any {
 		}
 	}
 	return value
+}
+
+// holdsPlaceholder says whether setAtPath's placeholder is somewhere in node.
+func holdsPlaceholder(node any) bool {
+	switch n := node.(type) {
+	case map[string]any:
+		for _, v := range n {
+			if v == targetPathPlaceholder || holdsPlaceholder(v) {
+				return true
+			}
+		}
+	case []any:
+		for _, v := range n {
+			if v == targetPathPlaceholder || holdsPlaceholder(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // replacePlaceholder puts value where setAtPath's placeholder is.
@@ -168,11 +197,11 @@ func ValidateValues(c *Chart, values map[string]any) error {
 	if c == nil {
 		return nil
 	}
-	coalesced, err := chartutil.CoalesceValues(c, values)
+	coalesced, err := valuesutil.CoalesceValues(c, values)
 	if err != nil {
 		return &InvalidValuesError{Chart: c.Name(), Err: err}
 	}
-	if err := chartutil.ValidateAgainstSchema(c, coalesced); err != nil {
+	if err := valuesutil.ValidateAgainstSchema(c, coalesced); err != nil {
 		return &InvalidValuesError{Chart: c.Name(), Err: err}
 	}
 	return nil

@@ -5,19 +5,36 @@ import (
 	"slices"
 	"time"
 
-	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
-// watchingClient is Helm's kube client with its waits served by the
-// cluster's rollout tracker: readiness comes from watch events shared by every
-// release, instead of each action polling its objects every 2 seconds, and
-// the run's slot is given back while it waits (Pause).
+// WaitStrategy says which of a release's objects a wait judges; each is
+// judged by kstatus from the watch events of the cluster's rollout tracker.
+type WaitStrategy string
+
+const (
+	// WaitLegacy judges what Helm 3's wait judged: workloads, Pods,
+	// PersistentVolumeClaims, LoadBalancer Services, CRDs and, when the
+	// action waits for jobs, Jobs. Everything else is ready once applied.
+	// The empty strategy is WaitLegacy.
+	WaitLegacy WaitStrategy = "legacy"
+	// WaitPoller judges every object of the release (Flux's kstatus poller).
+	WaitPoller WaitStrategy = "poller"
+)
+
+// watchingClient is Helm's kube client with every wait served by the
+// engine: readiness comes from the cluster's rollout tracker, from watch
+// events shared by every release, instead of each action polling its
+// objects, and the run's slot is given back while it waits (Pause). Helm
+// asks its kube client for a waiter before each wait; whatever the strategy,
+// it gets ours (engineWaiter), never one of Helm's own.
 type watchingClient struct {
 	*kube.Client
 	tracker *rollout.Tracker
@@ -25,24 +42,75 @@ type watchingClient struct {
 	// apis is told when a wait included CRDs: the kinds they define are
 	// served from then on.
 	apis *servedAPIs
+	// strategy says which objects Wait judges.
+	strategy WaitStrategy
+	// dynamic watches hooks and deleted objects.
+	dynamic dynamic.Interface
 }
+
+var _ kube.InterfaceWaitOptions = &watchingClient{}
 
 // IsReachable is answered by the action's first request instead: Helm's
 // check is one more GET /version per action, through a client of its own.
 func (c *watchingClient) IsReachable() error { return nil }
 
-// Wait waits for the resources Helm waits for (see waitedFor).
-func (c *watchingClient) Wait(resources kube.ResourceList, timeout time.Duration) error {
-	return c.wait(resources, timeout, false)
+// GetWaiter implements kube.Interface: the engine's waiter, whatever ws.
+func (c *watchingClient) GetWaiter(ws kube.WaitStrategy) (kube.Waiter, error) {
+	return c.GetWaiterWithOptions(ws)
+}
+
+// GetWaiterWithOptions implements kube.InterfaceWaitOptions: the engine's
+// waiter, whatever ws. Helm's wait options (contexts for its own waiters,
+// kstatus readers) do not apply to it; the engine sets none. No strategy
+// (which Helm's own client refuses) waits for hooks only, as an action of
+// Helm 3 that was not asked to wait.
+func (c *watchingClient) GetWaiterWithOptions(ws kube.WaitStrategy, _ ...kube.WaitOption) (kube.Waiter, error) {
+	return &engineWaiter{client: c, hooksOnly: ws == kube.HookOnlyStrategy || ws == ""}, nil
+}
+
+// engineWaiter is the kube.Waiter Helm's actions get. An action that does
+// not wait (Helm's HookOnlyStrategy) still waits for its hooks, as in Helm 3.
+type engineWaiter struct {
+	client    *watchingClient
+	hooksOnly bool
+}
+
+// Wait waits for the resources the strategy judges (see waitedFor).
+func (w *engineWaiter) Wait(resources kube.ResourceList, timeout time.Duration) error {
+	if w.hooksOnly {
+		return nil
+	}
+	return w.client.wait(resources, timeout, false)
 }
 
 // WaitWithJobs is Wait, Jobs included: a failed Job ends it at once.
-func (c *watchingClient) WaitWithJobs(resources kube.ResourceList, timeout time.Duration) error {
-	return c.wait(resources, timeout, true)
+func (w *engineWaiter) WaitWithJobs(resources kube.ResourceList, timeout time.Duration) error {
+	if w.hooksOnly {
+		return nil
+	}
+	return w.client.wait(resources, timeout, true)
+}
+
+// WaitForDelete waits until the resources are gone. Helm 3 always waited
+// for deleted hooks (a hook re-created under the before-hook-creation policy
+// would otherwise find its predecessor still terminating) and for an
+// uninstall's objects only when the uninstall waits: an action that does not
+// wait waits for hooks alone.
+func (w *engineWaiter) WaitForDelete(resources kube.ResourceList, timeout time.Duration) error {
+	if w.hooksOnly {
+		resources = resources.Filter(isHook)
+	}
+	return waitDeleted(w.client.dynamic, resources, timeout)
+}
+
+// WatchUntilReady waits for hooks: Jobs until complete, Pods until
+// succeeded; any other kind is ready once created.
+func (w *engineWaiter) WatchUntilReady(resources kube.ResourceList, timeout time.Duration) error {
+	return watchHooks(w.client.dynamic, resources, timeout)
 }
 
 func (c *watchingClient) wait(resources kube.ResourceList, timeout time.Duration, jobs bool) error {
-	objs := waitedFor(resources, jobs)
+	objs := waitedFor(resources, jobs, c.strategy)
 	if len(objs) == 0 {
 		return nil
 	}
@@ -60,17 +128,18 @@ func (c *watchingClient) wait(resources kube.ResourceList, timeout time.Duration
 	return err
 }
 
-// waitedFor are the objects among resources whose readiness Helm's wait
-// checks: workloads, Pods, PersistentVolumeClaims, LoadBalancer Services, CRDs
-// and, with jobs, Jobs. Everything else is ready once applied, as in Helm.
-func waitedFor(resources kube.ResourceList, jobs bool) []rollout.Object {
+// waitedFor are the objects among resources whose readiness the strategy
+// judges: under WaitLegacy, those Helm 3's wait checked (workloads, Pods,
+// PersistentVolumeClaims, LoadBalancer Services, CRDs and, with jobs, Jobs);
+// under WaitPoller, all of them.
+func waitedFor(resources kube.ResourceList, jobs bool, strategy WaitStrategy) []rollout.Object {
 	var out []rollout.Object
 	for _, info := range resources {
 		if info.Mapping == nil {
 			continue
 		}
 		gvk := info.Mapping.GroupVersionKind
-		if !waitsFor(gvk.GroupKind(), info.Object, jobs) {
+		if !judged(gvk.GroupKind(), info.Object, jobs, strategy) {
 			continue
 		}
 		var generation int64
@@ -98,9 +167,20 @@ var waitedKinds = map[schema.GroupKind]bool{
 	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: true,
 }
 
+// judged says whether the strategy judges an object of kind gk: a Job only
+// when the action waits for jobs.
+func judged(gk schema.GroupKind, obj runtime.Object, jobs bool, strategy WaitStrategy) bool {
+	if strategy == WaitPoller {
+		return jobs || gk != jobKind
+	}
+	return waitsFor(gk, obj, jobs)
+}
+
+var jobKind = schema.GroupKind{Group: "batch", Kind: "Job"}
+
 func waitsFor(gk schema.GroupKind, obj runtime.Object, jobs bool) bool {
 	switch gk {
-	case schema.GroupKind{Group: "batch", Kind: "Job"}:
+	case jobKind:
 		return jobs
 	case schema.GroupKind{Kind: "Service"}:
 		return serviceType(obj) == "LoadBalancer"

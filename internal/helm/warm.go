@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 )
 
@@ -53,7 +54,7 @@ func (e *Engine) Warm(ctx context.Context) error {
 		return ctx.Err()
 	}
 	target := Target{ReleaseName: "kraan-warm-up", Namespace: "default", StorageNamespace: "default"}
-	cfg, err := e.configFor(target, func(string, ...any) {}, nil)
+	cfg, err := e.configFor(target, slog.DiscardHandler, nil)
 	if err != nil {
 		return err
 	}

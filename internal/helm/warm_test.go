@@ -2,6 +2,7 @@ package helm
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -71,7 +72,7 @@ func TestWarm(t *testing.T) {
 	g.Expect(warmed).To(HaveKey("/openapi/v3/apis/apps/v1"), "and apps/v1's")
 
 	target := Target{ReleaseName: "first", Namespace: "default", StorageNamespace: "default"}
-	cfg, err := engine.configFor(target, func(string, ...any) {}, nil)
+	cfg, err := engine.configFor(target, slog.DiscardHandler, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	manifest := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  selector:\n    matchLabels: {a: b}\n" +
 		"  template:\n    metadata:\n      labels: {a: b}\n    spec:\n      containers:\n      - {name: c, image: c}\n" +
@@ -96,7 +97,7 @@ func TestSharedValidators_KeepAnswersNotDocuments(t *testing.T) {
 	_, engine, counter := startCountingEngine(t)
 	build := func(manifest string) int {
 		cfg, err := engine.configFor(Target{ReleaseName: "r", Namespace: "default", StorageNamespace: "default"},
-			func(string, ...any) {}, nil)
+			slog.DiscardHandler, nil)
 		g.Expect(err).NotTo(HaveOccurred())
 		_, err = cfg.KubeClient.Build(bytes.NewBufferString(manifest), true)
 		g.Expect(err).NotTo(HaveOccurred())

@@ -204,7 +204,7 @@ func TestSBOM_ListsTheModulesOfGoMod(t *testing.T) {
 		g.Expect(p.ExternalRefs[0].ReferenceLocator).To(Equal("pkg:golang/" + p.Name + "@" + p.VersionInfo))
 	}
 	required := goModRequires(t)
-	for _, mod := range []string{"helm.sh/helm/v3", "sigs.k8s.io/controller-runtime"} {
+	for _, mod := range []string{"helm.sh/helm/v4", "sigs.k8s.io/controller-runtime"} {
 		g.Expect(required[mod]).NotTo(BeEmpty(), "go.mod requires %s", mod)
 		g.Expect(versions).To(HaveKeyWithValue(mod, required[mod]))
 	}
@@ -215,7 +215,7 @@ func TestSBOM_ListsTheModulesOfGoMod(t *testing.T) {
 	}
 	g.Expect(ids).To(HaveKey(modulePath))
 	g.Expect(rels).To(ContainElement(rel{"SPDXRef-DOCUMENT", "DESCRIBES", ids[modulePath]}))
-	g.Expect(rels).To(ContainElement(rel{ids[modulePath], "DEPENDS_ON", ids["helm.sh/helm/v3"]}))
+	g.Expect(rels).To(ContainElement(rel{ids[modulePath], "DEPENDS_ON", ids["helm.sh/helm/v4"]}))
 }
 
 // goModRequires reads go.mod's require directives.

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,14 +42,14 @@ func renderReleases(namespace string, names []string) ([][]*unstructured.Unstruc
 	}
 	out := make([][]*unstructured.Unstructured, 0, len(names))
 	for _, name := range names {
-		install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-		install.DryRun, install.ClientOnly = true, true
+		install := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler)))
+		install.DryRunStrategy = action.DryRunClient
 		install.ReleaseName, install.Namespace = name, namespace
 		rel, err := install.Run(ch, map[string]any{})
 		if err != nil {
 			return nil, fmt.Errorf("rendering %s: %w", name, err)
 		}
-		objs, err := decodeManifest(rel.Manifest, namespace)
+		objs, err := decodeManifest(rel.(*release.Release).Manifest, namespace)
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s: %w", name, err)
 		}

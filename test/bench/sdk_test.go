@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -36,7 +37,7 @@ func installSequentially(ctx context.Context, c client.Client, kubeconfig string
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
 	cfg := &action.Configuration{}
-	if err := cfg.Init(flags, ns, "secret", func(string, ...any) {}); err != nil {
+	if err := cfg.Init(flags, ns, "secret"); err != nil {
 		return report.SDK{}, err
 	}
 	measured := min(n, sdkMeasured)
@@ -44,7 +45,7 @@ func installSequentially(ctx context.Context, c client.Client, kubeconfig string
 	for i := range measured {
 		install := action.NewInstall(cfg)
 		install.ReleaseName, install.Namespace = fmt.Sprintf("r%d", i), ns
-		install.Wait, install.Timeout = true, 5*time.Minute
+		install.WaitStrategy, install.Timeout = kube.LegacyStrategy, 5*time.Minute
 		if _, err := install.RunWithContext(ctx, ch, map[string]any{}); err != nil {
 			return report.SDK{}, fmt.Errorf("sdk install %d: %w", i, err)
 		}

@@ -134,6 +134,9 @@ func (r *Reconciler) reconcileDependents(ctx context.Context, owner *unstructure
 		if obj.GetNamespace() == "" && r.isNamespaced(obj) {
 			obj.SetNamespace(owner.GetNamespace())
 		}
+		// Helm's metadata, as Helm applied it: the manifest holds the
+		// chart's labels only, and Helm 4 uninstalls only what carries it.
+		helm.MarkOwned(obj, rel.Name, rel.Namespace)
 		//nolint:staticcheck // client.Apply with unstructured objects is the supported way here
 		if err := r.Patch(ctx, obj, client.Apply, client.FieldOwner(chartFieldOwner), client.ForceOwnership); err != nil {
 			errs = append(errs, fmt.Errorf("restoring %s %s: %w", obj.GetKind(), obj.GetName(), err))

@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"strings"
 
-	helmchart "helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	helmchart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 )
 
 // archive is a downloaded chart archive, kept in the cache. Its bytes are

@@ -12,8 +12,9 @@ import (
 	"strings"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
-	helmchart "helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/chart/common"
+	helmchart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 )
 
 // artifactSource names the place a directory chart was looked for in errors:
@@ -142,7 +143,7 @@ func describeDependency(dep *helmchart.Dependency, locked string) string {
 // filesDigest hashes the names and contents of all the chart's files,
 // subcharts included, in a fixed order.
 func filesDigest(ch *helmchart.Chart) string {
-	files := append([]*helmchart.File(nil), ch.Raw...)
+	files := append([]*common.File(nil), ch.Raw...)
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	h := sha256.New()
 	for _, f := range files {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
-	helmchart "helm.sh/helm/v3/pkg/chart"
+	helmchart "helm.sh/helm/v4/pkg/chart/v2"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )

@@ -2,15 +2,16 @@ package chart_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	helmchart "helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/action"
+	helmchart "helm.sh/helm/v4/pkg/chart/v2"
+	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
@@ -71,13 +72,16 @@ func copyChart(t *testing.T, name string) string {
 // render runs Helm's install in client-only dry-run mode, as `helm template`
 // does: the chart is rendered and validated but nothing is sent anywhere.
 func render(ch *helmchart.Chart, values map[string]any) (*release.Release, error) {
-	cfg := &action.Configuration{Log: func(string, ...any) {}}
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
 	install := action.NewInstall(cfg)
-	install.DryRun = true
-	install.ClientOnly = true
+	install.DryRunStrategy = action.DryRunClient
 	install.ReleaseName = "test"
 	install.Namespace = "default"
-	return install.Run(ch, values)
+	rel, err := install.Run(ch, values)
+	if rel == nil {
+		return nil, err
+	}
+	return rel.(*release.Release), err
 }
 
 func writeFile(t *testing.T, path, content string) {

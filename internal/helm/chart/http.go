@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"helm.sh/helm/v3/pkg/repo"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
 )
 
 // userAgent names the operator to repositories, for their logs.

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
-	helmchart "helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+	helmchart "helm.sh/helm/v4/pkg/chart/v2"
 )
 
 // MergeValuesFiles merges values files of the chart (paths relative to the
@@ -59,7 +59,7 @@ func mergeValuesFiles(ch *helmchart.Chart, files []string, ignoreMissing bool, r
 		if err != nil {
 			return nil, fmt.Errorf("values file %s of chart %s: %w", name, ch.Name(), err)
 		}
-		values, err := chartutil.ReadValues(data)
+		values, err := common.ReadValues(data)
 		if err != nil {
 			return nil, fmt.Errorf("values file %s of chart %s: %w", name, ch.Name(), err)
 		}

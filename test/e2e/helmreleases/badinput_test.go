@@ -9,8 +9,9 @@ import (
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/action"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -166,10 +167,11 @@ func markPending(t *testing.T, ns, name string) {
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
 	helmCfg := &action.Configuration{}
-	g.Expect(helmCfg.Init(flags, ns, "secret", t.Logf)).To(Succeed())
-	rel, err := helmCfg.Releases.Last(name)
+	g.Expect(helmCfg.Init(flags, ns, "secret")).To(Succeed())
+	last, err := helmCfg.Releases.Last(name)
 	g.Expect(err).NotTo(HaveOccurred())
-	rel.SetStatus(release.StatusPendingUpgrade, "Upgrade in progress")
+	rel := last.(*release.Release)
+	rel.SetStatus(rcommon.StatusPendingUpgrade, "Upgrade in progress")
 	// As the operator would have written it: a record it did not sign is
 	// never replayed.
 	g.Expect(helm.SignRecord(testenv.RecordKey, ns, rel)).To(Succeed())

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -42,7 +44,7 @@ func helmConfig(t *testing.T, ns string) *action.Configuration {
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
 	helmCfg := &action.Configuration{}
-	NewWithT(t).Expect(helmCfg.Init(flags, ns, "secret", t.Logf)).To(Succeed())
+	NewWithT(t).Expect(helmCfg.Init(flags, ns, "secret")).To(Succeed())
 	return helmCfg
 }
 
@@ -67,11 +69,11 @@ func TestChart_InstallsRestrictedOperator(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	install := action.NewInstall(helmConfig(t, chartNS))
 	install.ReleaseName, install.Namespace = chartRelease, chartNS
-	install.Wait, install.Timeout = true, 2*time.Minute
+	install.WaitStrategy, install.Timeout = kube.LegacyStrategy, 2*time.Minute
 	values := map[string]any{"image": map[string]any{"repository": "registry.example/kraan", "tag": "test"}}
 	rel, err := install.RunWithContext(ctx, chrt, values)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(rel.Info.Status.String()).To(Equal("deployed"))
+	g.Expect(rel.(*release.Release).Info.Status.String()).To(Equal("deployed"))
 
 	// The CRDs are the generated ones and are established.
 	for _, name := range []string{"addonslayers.kraan.io", "helmreleases.kraan.io", "habitats.habitat.kraan.io"} {
@@ -99,7 +101,7 @@ func TestChart_InstallsRestrictedOperator(t *testing.T) {
 	g.Expect(svc.Spec.Selector).To(Equal(dep.Spec.Selector.MatchLabels))
 
 	uninstall := action.NewUninstall(helmConfig(t, chartNS))
-	uninstall.Wait, uninstall.Timeout = true, time.Minute
+	uninstall.WaitStrategy, uninstall.Timeout = kube.LegacyStrategy, time.Minute
 	_, err = uninstall.Run(chartRelease)
 	g.Expect(err).NotTo(HaveOccurred())
 	err = k8s.Get(ctx, client.ObjectKeyFromObject(dep), &appsv1.Deployment{})
@@ -208,13 +210,13 @@ func renderChart(t *testing.T, values map[string]any) (string, error) {
 	}
 	install := action.NewInstall(&action.Configuration{})
 	install.ReleaseName, install.Namespace = chartRelease, chartNS
-	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, false
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+	install.DryRunStrategy, install.IncludeCRDs = action.DryRunClient, false
+	install.KubeVersion = &common.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
 	rel, err := install.Run(chrt, values)
 	if err != nil {
 		return "", err
 	}
-	return rel.Manifest, nil
+	return rel.(*release.Release).Manifest, nil
 }
 
 // renderedDeployments decodes the Deployments of a rendered manifest, by name.

@@ -7,10 +7,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,12 +82,12 @@ func chartDeployments(t *testing.T) []appsv1.Deployment {
 	g.Expect(err).NotTo(HaveOccurred())
 	install := action.NewInstall(&action.Configuration{})
 	install.ReleaseName, install.Namespace = "kraan", "kraan-system"
-	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, false
+	install.DryRunStrategy, install.IncludeCRDs = action.DryRunClient, false
 	// The plane's version, for the chart's kubeVersion constraint.
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+	install.KubeVersion = &common.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
 	rel, err := install.RunWithContext(t.Context(), chrt, nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	manifests := releaseutil.SplitManifests(rel.Manifest)
+	manifests := releaseutil.SplitManifests(rel.(*release.Release).Manifest)
 	docs := make([][]byte, 0, len(manifests))
 	for _, m := range manifests {
 		docs = append(docs, []byte(m))

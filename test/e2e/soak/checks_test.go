@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	. "github.com/onsi/gomega"
-	helmrelease "helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	helmrelease "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,11 +30,15 @@ import (
 func helmHistory(g Gomega, r *release) []*helmrelease.Release {
 	cs, err := kubernetes.NewForConfig(restConfig)
 	g.Expect(err).NotTo(HaveOccurred())
-	revs, err := driver.NewSecrets(cs.CoreV1().Secrets(r.namespace)).Query(map[string]string{"owner": "helm", "name": r.name})
+	stored, err := driver.NewSecrets(cs.CoreV1().Secrets(r.namespace)).Query(map[string]string{"owner": "helm", "name": r.name})
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil
 	}
 	g.Expect(err).NotTo(HaveOccurred(), "reading Helm storage of %s", r)
+	revs := make([]*helmrelease.Release, 0, len(stored))
+	for _, s := range stored {
+		revs = append(revs, s.(*helmrelease.Release))
+	}
 	slices.SortFunc(revs, func(a, b *helmrelease.Release) int { return a.Version - b.Version })
 	return revs
 }
@@ -71,7 +76,7 @@ func (w *workload) converged(g Gomega) {
 		revs := helmHistory(g, r)
 		g.Expect(revs).NotTo(BeEmpty(), "%s has no Helm release", r)
 		newest := revs[len(revs)-1]
-		g.Expect(newest.Info.Status).To(Equal(helmrelease.StatusDeployed), "%s revision %d", r, newest.Version)
+		g.Expect(newest.Info.Status).To(Equal(rcommon.StatusDeployed), "%s revision %d", r, newest.Version)
 		g.Expect(stateOf(r, newest).equal(r.want())).To(BeTrue(), "%s revision %d is %s, want %s", r, newest.Version, stateOf(r, newest), r.want())
 		if r.kind == kindHelmRelease { // what the chart rendered from the values is applied
 			cm := &corev1.ConfigMap{}
@@ -173,7 +178,7 @@ func auditRevisions(r *release, revs []*helmrelease.Release) audit {
 		switch {
 		case rev.Info.Status.IsPending():
 			a.problems = append(a.problems, fmt.Sprintf("revision %d is %s", rev.Version, rev.Info.Status))
-		case rev.Info.Status == helmrelease.StatusFailed && !interrupted:
+		case rev.Info.Status == rcommon.StatusFailed && !interrupted:
 			a.problems = append(a.problems, fmt.Sprintf("revision %d failed: %s", rev.Version, rev.Info.Description))
 		}
 		if strings.HasPrefix(rev.Info.Description, "Rollback") {

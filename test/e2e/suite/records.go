@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,8 +27,10 @@ func EditRecord(t testing.TB, cfg *rest.Config, namespace, name string, change f
 	t.Helper()
 	g := gomega.NewWithT(t)
 	records := recordStorage(t, cfg, namespace)
-	rel, err := records.Last(name)
+	last, err := records.Last(name)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
+	rel, ok := last.(*release.Release)
+	g.Expect(ok).To(gomega.BeTrue(), "release record of type %T", last)
 	change(rel)
 	g.Expect(records.Update(rel)).To(gomega.Succeed())
 }
