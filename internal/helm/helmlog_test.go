@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 
 	"github.com/kraan-io/kraan-operator/internal/redact"
 )
@@ -21,10 +22,8 @@ func testLogHandler(t *testing.T) slog.Handler {
 
 // recordingLogger is a logr logger that keeps each line and its verbosity.
 func recordingLogger(lines *[]string) logr.Logger {
-	return funcr.New(func(_, args string) { *lines = append(*lines, args) }, funcr.Options{Verbosity: 1, LogInfoLevel: ptr("v")})
+	return funcr.New(func(_, args string) { *lines = append(*lines, args) }, funcr.Options{Verbosity: 1, LogInfoLevel: ptr.To("v")})
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func TestHelmLogHandler_KeepsARedactedTailAndForwardsAtDebugLevel(t *testing.T) {
 	g := NewWithT(t)
