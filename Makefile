@@ -19,6 +19,8 @@ VERSION ?= 0.2.0
 IMAGE_REGISTRY ?=
 IMAGE_REPO := $(if $(IMAGE_REGISTRY),$(IMAGE_REGISTRY),ghcr.io/kraan-io)
 IMG ?= $(IMAGE_REPO)/kraan-operator:v$(VERSION)
+# The image config/manager names: the released one, whatever IMAGE_REGISTRY says.
+RELEASE_IMAGE_NAME := ghcr.io/kraan-io/kraan-operator
 
 TOOLS_DIR ?= $(shell $(GO) env GOPATH)/kraan-tools
 
@@ -89,6 +91,10 @@ help: ## Show this help.
 manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and RBAC (config/rbac) from markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./internal/..." paths="./cmd/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	@# `kubectl apply -k config/default` (or config/namespaced) deploys the
+	@# released image of VERSION, not a placeholder; make deploy and bundle
+	@# still put IMG in its place.
+	@sed -i -e 's#^  newName: .*#  newName: $(RELEASE_IMAGE_NAME)#' -e 's#^  newTag: .*#  newTag: v$(VERSION)#' config/manager/kustomization.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
@@ -215,7 +221,7 @@ uninstall: ## Remove the operator and its CRDs; every release and object stays (
 
 .PHONY: deploy
 deploy: manifests $(KUBECTL) ## Deploy the operator (image IMG) to the cluster.
-	$(KUBECTL_ENV) $(KUBECTL) kustomize config/default | sed 's#controller:latest#$(IMG)#' | $(KUBECTL_ENV) $(KUBECTL) apply --server-side -f -
+	$(KUBECTL_ENV) $(KUBECTL) kustomize config/default | sed 's#$(RELEASE_IMAGE_NAME):v$(VERSION)#$(IMG)#' | $(KUBECTL_ENV) $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy
 undeploy: ## Remove the operator and its namespace; CRDs, releases and objects stay (kubectl kraan uninstall --delete-namespace).
@@ -266,7 +272,7 @@ endef
 define gen-bundle
 	rm -rf $(1)
 	$(call sdk-project,$(1))
-	$(KUBECTL) kustomize config/manifests | sed 's#controller:latest#$(IMG)#g' | \
+	$(KUBECTL) kustomize config/manifests | sed -e 's#controller:latest#$(IMG)#g' -e 's#$(RELEASE_IMAGE_NAME):v$(VERSION)#$(IMG)#g' | \
 		(cd $(1) && $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) \
 		--package $(BUNDLE_PACKAGE) --channels $(BUNDLE_CHANNELS) --default-channel $(BUNDLE_DEFAULT_CHANNEL))
 	sed -i -e 's/^    createdAt: .*/    createdAt: $(BUNDLE_CREATED_AT)/' \
