@@ -57,8 +57,8 @@ Exit code: 0 no difference, 1 differences, 2 or more an error.`,
 		},
 	}
 	cmd.Flags().StringVar(&d.local, "local", "", "Diff this directory (a working copy of the layer's directory, or of the chart) instead of the source's artifact.")
-	cmd.Flags().StringVar(&d.sourceNamespace, "default-source-namespace", "flux-system",
-		"The namespace of a layer's source when spec.source.namespace is empty (the operator's --default-source-namespace).")
+	cmd.Flags().StringVar(&d.sourceNamespace, "default-source-namespace", "",
+		"The namespace of a layer's source when spec.source.namespace is empty; by default the running operator's --default-source-namespace (or its namespace), flux-system when no operator is found.")
 	cmd.Flags().StringVar(&d.artifactHost, "artifact-host", "",
 		"Fetch artifacts from this host:port (a port-forward to source-controller) instead of through the API server's service proxy.")
 	return cmd
@@ -101,7 +101,7 @@ func (d *diffOptions) renderLayer(ctx context.Context, s *session, layer *kraanv
 	if err != nil {
 		return nil, err
 	}
-	return addonslayer.RenderLayer(ctx, s.client, store, layer, d.sourceNamespace)
+	return addonslayer.RenderLayer(ctx, s.client, store, layer, defaultSourceNamespace(ctx, s, d.sourceNamespace))
 }
 
 // inventoryObjects are the objects the layer applied, from its status. Entries

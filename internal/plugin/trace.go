@@ -43,8 +43,8 @@ func newTraceCommand(o *options) *cobra.Command {
 			return t.run(cmd.Context(), args[0])
 		},
 	}
-	cmd.Flags().StringVar(&t.sourceNamespace, "default-source-namespace", "flux-system",
-		"The namespace of a layer's source when spec.source.namespace is empty (the operator's --default-source-namespace).")
+	cmd.Flags().StringVar(&t.sourceNamespace, "default-source-namespace", "",
+		"The namespace of a layer's source when spec.source.namespace is empty; by default the running operator's --default-source-namespace (or its namespace), flux-system when no operator is found.")
 	return cmd
 }
 
@@ -181,7 +181,7 @@ func (t *traceOptions) printLayer(ctx context.Context, out io.Writer, s *session
 	}
 	ns := l.Spec.Source.Namespace
 	if ns == "" {
-		ns = t.sourceNamespace
+		ns = defaultSourceNamespace(ctx, s, t.sourceNamespace)
 	}
 	key := client.ObjectKey{Namespace: ns, Name: l.Spec.Source.Name}
 	fmt.Fprintf(out, "  Source:     %s %s %s\n", kind, key, t.sourceState(ctx, s, kind, key))
