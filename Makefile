@@ -175,6 +175,23 @@ build: manifests generate ## Build the operator binary into bin/kraan-operator.
 plugin: ## Build the kubectl plugin, a static binary, into bin/kubectl-kraan (put it on PATH to use `kubectl kraan`).
 	CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o bin/kubectl-kraan ./cmd/kubectl-kraan
 
+PLUGIN_PLATFORMS ?= linux_amd64 linux_arm64 darwin_amd64 darwin_arm64
+
+.PHONY: plugin-release
+plugin-release: ## Build the plugin's release archives into bin/release and write their krew manifest (bin/release/kraan.yaml) with each archive's sha256.
+	@rm -rf bin/release && mkdir -p bin/release
+	@set -e; sed 's/@VERSION@/$(VERSION)/g' dist/krew/kraan.yaml.in > bin/release/kraan.yaml; \
+	for p in $(PLUGIN_PLATFORMS); do \
+		d=bin/release/$$p; mkdir -p $$d; \
+		CGO_ENABLED=0 GOOS=$${p%_*} GOARCH=$${p#*_} $(GO) build -trimpath -buildvcs=false -ldflags "-s -w" -o $$d/kubectl-kraan ./cmd/kubectl-kraan; \
+		cp LICENSE $$d/; \
+		tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C $$d -cf - kubectl-kraan LICENSE | gzip -n > bin/release/kubectl-kraan_$$p.tar.gz; \
+		sum=$$(sha256sum bin/release/kubectl-kraan_$$p.tar.gz | cut -d' ' -f1); \
+		sed -i "s/@SHA256_$$p@/$$sum/" bin/release/kraan.yaml; \
+		echo "kubectl-kraan_$$p.tar.gz $$sum"; \
+	done
+	@! grep -n '@' bin/release/kraan.yaml || { echo "dist/krew/kraan.yaml.in names a platform PLUGIN_PLATFORMS does not build"; exit 1; }
+
 .PHONY: run
 run: manifests generate cluster-up install ## Run the operator on this machine against the local control plane, with the samples.
 	KUBECONFIG=$(LOCALPLANE_DIR)/kubeconfig $(KUBECTL) apply --server-side -k config/samples

@@ -77,8 +77,12 @@ func TestRun_RefusesABrokenUpgradePath(t *testing.T) {
 func TestRun_RepositoryBundles(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	history, err := filepath.Glob(filepath.Join(root, "bundle-history", "*"))
+	// bundle-history/<version> directories; <version>.sha256 beside each.
+	history, err := filepath.Glob(filepath.Join(root, "bundle-history", "*", "manifests"))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	for i, m := range history {
+		history[i] = filepath.Dir(m)
+	}
 	NewWithT(t).Expect(history).NotTo(BeEmpty())
 	args := append(append([]string{"--package", "kraan-operator", "--channel", "alpha"}, history...), filepath.Join(root, "bundle"))
 	NewWithT(t).Expect(run(args, &bytes.Buffer{})).To(Succeed())
