@@ -20,17 +20,21 @@ import (
 )
 
 // PostRenderersDigest identifies spec.postRenderers and spec.commonMetadata
-// together: a change to either changes what is deployed, so it upgrades the
-// release. It is empty when neither is set, which matches releases made
-// before (or without) them.
+// together, with spec.postRenderStrategy when it is set: a change to any of
+// them changes what is deployed (the strategy decides whether hooks are
+// post-rendered), so it upgrades the release. It is empty when there are no
+// post-renderers, which matches releases made before (or without) them; an
+// unset strategy leaves the digest as it was before the field existed, so
+// the operator's new default does not upgrade every release.
 func PostRenderersDigest(spec *kraanv1.HelmReleaseSpec) string {
 	if len(spec.PostRenderers) == 0 && spec.CommonMetadata == nil {
 		return ""
 	}
 	data, _ := json.Marshal(struct {
-		PostRenderers  []kraanv1.PostRenderer  `json:"postRenderers,omitempty"`
-		CommonMetadata *kraanv1.CommonMetadata `json:"commonMetadata,omitempty"`
-	}{spec.PostRenderers, spec.CommonMetadata})
+		PostRenderers      []kraanv1.PostRenderer     `json:"postRenderers,omitempty"`
+		CommonMetadata     *kraanv1.CommonMetadata    `json:"commonMetadata,omitempty"`
+		PostRenderStrategy kraanv1.PostRenderStrategy `json:"postRenderStrategy,omitempty"`
+	}{spec.PostRenderers, spec.CommonMetadata, spec.PostRenderStrategy})
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
