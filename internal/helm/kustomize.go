@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"helm.sh/helm/v4/pkg/postrenderer"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -132,8 +133,17 @@ func (k *kustomizePostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, erro
 
 // wrap names the post-renderer in err, so the user knows which entry to fix.
 func (k *kustomizePostRenderer) wrap(err error) error {
+	if strings.Contains(err.Error(), duplicateIDError) {
+		// Helm 4 users meet it with a chart whose hook and template are one
+		// object (a ServiceAccount a pre-install hook needs, say).
+		return fmt.Errorf("spec.postRenderers[%d].kustomize: %w (when one of the two is a hook, spec.postRenderStrategy separate post-renders hooks apart from the templates)", k.index, err)
+	}
 	return fmt.Errorf("spec.postRenderers[%d].kustomize: %w", k.index, err)
 }
+
+// duplicateIDError is what kustomize says when two resources of its input
+// share a kind, namespace and name.
+const duplicateIDError = "may not add resource with an already registered id"
 
 // commonMetadataPostRenderer sets spec.commonMetadata's labels and
 // annotations on every rendered object, overriding the chart's.
