@@ -289,7 +289,7 @@ func (e *Engine) install(ctx context.Context, cfg *action.Configuration, req Req
 	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err != nil {
 		return nil, err
 	}
-	installed, err := install.RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
+	installed, err := install.RunWithContext(ctx, forPostRendering(req.Desired.Chart, install.PostRenderer), req.Desired.Values)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func (e *Engine) upgrade(ctx context.Context, cfg *action.Configuration, req Req
 	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, upgradeCRDsPolicy(req.Spec)); err != nil {
 		return err
 	}
-	_, err := upgrade.RunWithContext(ctx, req.Target.ReleaseName, req.Desired.Chart, req.Desired.Values)
+	_, err := upgrade.RunWithContext(ctx, req.Target.ReleaseName, forPostRendering(req.Desired.Chart, upgrade.PostRenderer), req.Desired.Values)
 	return err
 }
 
