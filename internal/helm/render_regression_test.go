@@ -167,7 +167,7 @@ func TestEngine_Run_postRenderersSplitGluedSeparators(t *testing.T) {
 	installEachWay(t, gluedSeparatorTemplates, func(g Gomega, c client.Client, ns string, _ kraanv1.PostRenderStrategy, _ bool) {
 		list := &corev1.ConfigMapList{}
 		g.Expect(c.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
-		var names []string
+		names := make([]string, 0, len(list.Items))
 		for _, cm := range list.Items {
 			names = append(names, cm.Name)
 		}
