@@ -48,7 +48,7 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 	// manifest never holds crds/, and a dry run would only warn about them.
 	render.DryRunStrategy, render.SkipCRDs = action.DryRunServer, true
 	render.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
-	rendered, err := render.RunWithContext(ctx, req.Desired.Chart, maps.Clone(req.Desired.Values))
+	rendered, err := render.RunWithContext(ctx, forPostRendering(req.Desired.Chart, render.PostRenderer), maps.Clone(req.Desired.Values))
 	var want *release.Release
 	if err == nil {
 		want, err = v1Release(rendered)

@@ -101,10 +101,11 @@ func (b *Bounds) kindList() string {
 }
 
 // BoundsPostRenderer refuses a rendered manifest holding an object outside
-// Bounds, before Helm applies anything, then hands it to Next. Hooks never
-// reach a post-renderer (the engine's actions keep Helm 3's
-// PostRenderStrategyNoHooks): the guard of configFor refuses those when they
-// are created.
+// Bounds, before Helm applies anything, then hands it to Next. Hooks reach
+// it only under the combined and separate post-render strategies
+// (Target.PostRenderStrategy; chart-backed kinds keep nohooks): whatever the
+// strategy, the guard of configFor refuses a hook outside Bounds when it is
+// created.
 type BoundsPostRenderer struct {
 	// Bounds the release must keep.
 	Bounds *Bounds

@@ -82,6 +82,10 @@ type Target struct {
 	// false): kinds created during an action outside Helm's CRD handling
 	// then resolve in the next action.
 	FreshClients bool
+	// PostRenderStrategy says which rendered documents the post-renderers
+	// see (spec.postRenderStrategy, resolved); empty is nohooks, Helm 3's:
+	// hooks are applied as the chart rendered them.
+	PostRenderStrategy kraanv1.PostRenderStrategy
 	// Cluster, when set, is the remote cluster the release lives in
 	// (spec.kubeConfig); nil is the operator's own.
 	Cluster *Cluster

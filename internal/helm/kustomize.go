@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"helm.sh/helm/v4/pkg/postrenderer"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -20,17 +21,21 @@ import (
 )
 
 // PostRenderersDigest identifies spec.postRenderers and spec.commonMetadata
-// together: a change to either changes what is deployed, so it upgrades the
-// release. It is empty when neither is set, which matches releases made
-// before (or without) them.
+// together, with spec.postRenderStrategy when it is set: a change to any of
+// them changes what is deployed (the strategy decides whether hooks are
+// post-rendered), so it upgrades the release. It is empty when there are no
+// post-renderers, which matches releases made before (or without) them; an
+// unset strategy leaves the digest as it was before the field existed, so
+// the operator's new default does not upgrade every release.
 func PostRenderersDigest(spec *kraanv1.HelmReleaseSpec) string {
 	if len(spec.PostRenderers) == 0 && spec.CommonMetadata == nil {
 		return ""
 	}
 	data, _ := json.Marshal(struct {
-		PostRenderers  []kraanv1.PostRenderer  `json:"postRenderers,omitempty"`
-		CommonMetadata *kraanv1.CommonMetadata `json:"commonMetadata,omitempty"`
-	}{spec.PostRenderers, spec.CommonMetadata})
+		PostRenderers      []kraanv1.PostRenderer     `json:"postRenderers,omitempty"`
+		CommonMetadata     *kraanv1.CommonMetadata    `json:"commonMetadata,omitempty"`
+		PostRenderStrategy kraanv1.PostRenderStrategy `json:"postRenderStrategy,omitempty"`
+	}{spec.PostRenderers, spec.CommonMetadata, spec.PostRenderStrategy})
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -128,8 +133,17 @@ func (k *kustomizePostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, erro
 
 // wrap names the post-renderer in err, so the user knows which entry to fix.
 func (k *kustomizePostRenderer) wrap(err error) error {
+	if strings.Contains(err.Error(), duplicateIDError) {
+		// Helm 4 users meet it with a chart whose hook and template are one
+		// object (a ServiceAccount a pre-install hook needs, say).
+		return fmt.Errorf("spec.postRenderers[%d].kustomize: %w (when one of the two is a hook, spec.postRenderStrategy separate post-renders hooks apart from the templates)", k.index, err)
+	}
 	return fmt.Errorf("spec.postRenderers[%d].kustomize: %w", k.index, err)
 }
+
+// duplicateIDError is what kustomize says when two resources of its input
+// share a kind, namespace and name.
+const duplicateIDError = "may not add resource with an already registered id"
 
 // commonMetadataPostRenderer sets spec.commonMetadata's labels and
 // annotations on every rendered object, overriding the chart's.

@@ -2,6 +2,8 @@ package helm
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -104,4 +106,19 @@ func TestPostRenderersDigest(t *testing.T) {
 	b := PostRenderersDigest(&kraanv1.HelmReleaseSpec{CommonMetadata: &kraanv1.CommonMetadata{Labels: map[string]string{"a": "2"}}})
 	g.Expect(a).To(HavePrefix("sha256:"))
 	g.Expect(a).NotTo(Equal(b))
+	// The digest of a spec without postRenderStrategy is the one releases
+	// recorded before the field existed: sha256 of {"commonMetadata":{"labels":{"a":"1"}}}.
+	g.Expect(a).To(Equal("sha256:" + sha256Hex(`{"commonMetadata":{"labels":{"a":"1"}}}`)))
+	separate := PostRenderersDigest(&kraanv1.HelmReleaseSpec{
+		CommonMetadata:     &kraanv1.CommonMetadata{Labels: map[string]string{"a": "1"}},
+		PostRenderStrategy: kraanv1.PostRenderStrategySeparate,
+	})
+	g.Expect(separate).NotTo(Equal(a), "a new strategy changes which objects are post-rendered: it must upgrade")
+	g.Expect(PostRenderersDigest(&kraanv1.HelmReleaseSpec{PostRenderStrategy: kraanv1.PostRenderStrategySeparate})).
+		To(BeEmpty(), "a strategy without post-renderers changes nothing")
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -96,7 +96,7 @@ func newInstall(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSp
 	a.DisableOpenAPIValidation = opts.DisableOpenAPIValidation
 	a.Replace = opts.Replace
 	a.ServerSideApply = apply.Install.serverSide(nil)
-	a.PostRenderStrategy = action.PostRenderStrategyNoHooks
+	a.PostRenderStrategy = postRenderStrategyOf(t.PostRenderStrategy)
 	a.CreateNamespace = opts.CreateNamespace
 	// Helm's install only creates CRDs that do not exist; CreateReplace is
 	// the engine's (applyCRDs, before the install).
@@ -105,6 +105,19 @@ func newInstall(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSp
 	a.TakeOwnership = !opts.DisableTakeOwnership
 	a.Labels = labels
 	return a
+}
+
+// postRenderStrategyOf is Helm's post-render strategy for ours; empty is
+// nohooks, Helm 3's (Helm 4's own default is combined).
+func postRenderStrategyOf(s kraanv1.PostRenderStrategy) action.PostRenderStrategy {
+	switch s {
+	case kraanv1.PostRenderStrategyCombined:
+		return action.PostRenderStrategyCombined
+	case kraanv1.PostRenderStrategySeparate:
+		return action.PostRenderStrategySeparate
+	default:
+		return action.PostRenderStrategyNoHooks
+	}
 }
 
 // InstallCRDsPolicy is spec.install.crds; unset, it is Skip when the older
@@ -139,7 +152,7 @@ func newUpgrade(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSp
 	ssa := apply.Upgrade.serverSide(last)
 	a.ServerSideApply = strconv.FormatBool(ssa)
 	a.ForceReplace, a.ForceConflicts = forceOf(opts.Force, ssa)
-	a.PostRenderStrategy = action.PostRenderStrategyNoHooks
+	a.PostRenderStrategy = postRenderStrategyOf(t.PostRenderStrategy)
 	a.CleanupOnFail = opts.CleanupOnFail
 	// Declarative by default: the values are exactly the spec's, not merged
 	// with whatever the previous revision had.

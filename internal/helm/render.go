@@ -100,12 +100,12 @@ func (e *Engine) dryRun(ctx context.Context, cfg *action.Configuration, target T
 		install := newInstall(cfg, target, spec, ApplyMethods{}, labels)
 		install.DryRunStrategy = action.DryRunServer
 		install.PostRenderer = postRendererFor(spec, nil)
-		rendered, err = install.RunWithContext(ctx, desired.Chart, desired.Values)
+		rendered, err = install.RunWithContext(ctx, forPostRendering(desired.Chart, install.PostRenderer), desired.Values)
 	} else {
 		upgrade := newUpgrade(cfg, target, spec, ApplyMethods{}, latest, labels)
 		upgrade.DryRunStrategy = action.DryRunServer
 		upgrade.PostRenderer = postRendererFor(spec, nil)
-		rendered, err = upgrade.RunWithContext(ctx, target.ReleaseName, desired.Chart, desired.Values)
+		rendered, err = upgrade.RunWithContext(ctx, target.ReleaseName, forPostRendering(desired.Chart, upgrade.PostRenderer), desired.Values)
 	}
 	if err != nil {
 		return "", err

@@ -52,6 +52,11 @@ type Request struct {
 	// Apply says how install, upgrade and rollback write the release's
 	// objects; the zero value applies client-side, as Helm 3 did.
 	Apply ApplyMethods
+	// ReinstallOnChartNameChange uninstalls a release whose newest revision
+	// was made from a chart of another name before installing the desired
+	// chart (spec.upgrade.chartNameChangeStrategy Reinstall); false upgrades
+	// it in place.
+	ReinstallOnChartNameChange bool
 }
 
 // Step is one Helm action the engine took.
@@ -120,7 +125,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 		known = false
-		res.Next = Plan(obs, req.Desired.Matches, policy, res.Failures)
+		res.Next = planFor(req, obs, policy, res.Failures)
 		if force && res.Next == ActionNone {
 			res.Next = ActionUpgrade
 		}
@@ -147,6 +152,39 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// planFor is Plan, except that a release whose chart name changed is
+// uninstalled first when the request says so, as Flux does: the new chart's
+// objects are then installed anew rather than upgraded from another chart's.
+func planFor(req Request, obs Observation, policy Policy, failures Failures) Action {
+	if req.ReinstallOnChartNameChange && chartNameChanged(obs.Latest, req.Desired) {
+		return ActionUninstall
+	}
+	return Plan(obs, req.Desired.Matches, policy, failures)
+}
+
+// chartNameChanged says whether latest, deployed or failed, was made from a
+// chart of another name than the desired one. A pending revision is left to
+// the unlock, an uninstalled one to the install.
+func chartNameChanged(latest *release.Release, desired Desired) bool {
+	if latest == nil || latest.Info == nil || latest.Chart == nil || latest.Chart.Metadata == nil ||
+		desired.Chart == nil || desired.Chart.Metadata == nil {
+		return false
+	}
+	status := latest.Info.Status
+	return (status == rcommon.StatusDeployed || status == rcommon.StatusFailed) &&
+		latest.Chart.Metadata.Name != desired.Chart.Metadata.Name
+}
+
+// reinstallDetail says why an uninstall ran when a chart name change caused
+// it, so that it does not read as a remediation.
+func reinstallDetail(req Request, obs Observation) string {
+	if !req.ReinstallOnChartNameChange || !chartNameChanged(obs.Latest, req.Desired) {
+		return ""
+	}
+	return fmt.Sprintf("the chart changed from %s to %s (spec.upgrade.chartNameChangeStrategy Reinstall), so the release is installed anew",
+		obs.Latest.Chart.Metadata.Name, req.Desired.Chart.Metadata.Name)
 }
 
 // afterFailure looks at storage after a failed step, counts the failure when
@@ -262,6 +300,7 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 		uninstall := newUninstall(cfg, req.Spec)
 		uninstall.DisableHooks = uninstall.DisableHooks || !replayable(obs.Latest)
 		_, err = uninstall.Run(req.Target.ReleaseName)
+		detail = reinstallDetail(req, obs)
 	case ActionUnlock:
 		detail, err = unlock(cfg, obs.Latest)
 	default:
@@ -289,7 +328,7 @@ func (e *Engine) install(ctx context.Context, cfg *action.Configuration, req Req
 	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err != nil {
 		return nil, err
 	}
-	installed, err := install.RunWithContext(ctx, req.Desired.Chart, req.Desired.Values)
+	installed, err := install.RunWithContext(ctx, forPostRendering(req.Desired.Chart, install.PostRenderer), req.Desired.Values)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +342,7 @@ func (e *Engine) upgrade(ctx context.Context, cfg *action.Configuration, req Req
 	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, upgradeCRDsPolicy(req.Spec)); err != nil {
 		return err
 	}
-	_, err := upgrade.RunWithContext(ctx, req.Target.ReleaseName, req.Desired.Chart, req.Desired.Values)
+	_, err := upgrade.RunWithContext(ctx, req.Target.ReleaseName, forPostRendering(req.Desired.Chart, upgrade.PostRenderer), req.Desired.Values)
 	return err
 }
 

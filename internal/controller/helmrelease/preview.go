@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/redact"
 )
@@ -32,6 +33,9 @@ type Preview struct {
 func PreviewRelease(ctx context.Context, engine *helm.Engine, reader client.Reader, charts ChartGetter, hr *kraanv1.HelmRelease) (*Preview, error) {
 	p := &Preview{Redactor: &redact.Redactor{}, Target: TargetOf(hr, "")}
 	p.Target.Impersonate = ""
+	// The preview runs outside the operator, without its feature gates:
+	// Flux's defaults.
+	p.Target.PostRenderStrategy = defaults.Defaults{}.PostRenderStrategy(&hr.Spec)
 	cluster, err := clusterOf(ctx, reader, hr)
 	if err != nil {
 		return nil, err

@@ -292,6 +292,8 @@ func (r *Reconciler) startRun(ctx context.Context, sc *releaseScope) {
 		Failures:     failures,
 		Force:        force,
 		Redactor:     &redactor,
+		ReinstallOnChartNameChange: r.HelmDefaults.ChartNameChangeStrategy(&hr.Spec) ==
+			kraanv1.ChartNameChangeStrategyReinstall,
 	}
 	sc.starting = run
 	ctrl.LoggerFrom(ctx).V(1).Info("Starting a Helm run", "attempt", run.attempt)
