@@ -292,6 +292,7 @@ func (r *Reconciler) startRun(ctx context.Context, sc *releaseScope) {
 		Failures:     failures,
 		Force:        force,
 		Redactor:     &redactor,
+		Apply:        applyMethodsOf(r.HelmDefaults, &hr.Spec),
 	}
 	sc.starting = run
 	ctrl.LoggerFrom(ctx).V(1).Info("Starting a Helm run", "attempt", run.attempt)
