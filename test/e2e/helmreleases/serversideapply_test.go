@@ -22,10 +22,11 @@ var (
 	appliedClientSide = helm.FieldManager + ":" + string(metav1.ManagedFieldsOperationUpdate)
 )
 
-// configMapManagers are the managedFields entries of the ConfigMap name.
-func configMapManagers(g Gomega, namespace, name string) []string {
+// appManagers are the managedFields entries of the ConfigMap of the small
+// chart's release "app".
+func appManagers(g Gomega, namespace string) []string {
 	cm := &corev1.ConfigMap{}
-	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, cm)).To(Succeed())
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "app"}, cm)).To(Succeed())
 	return suite.FieldManagers(cm)
 }
 
@@ -41,10 +42,11 @@ func applyMethodsOf(t *testing.T, namespace, name string, revision int) map[int]
 	return methods
 }
 
-// upgradeTo changes the release's message and, when mode is set, its
-// upgrade.serverSideApply, and waits until it is Ready at that revision.
-func upgradeTo(t *testing.T, namespace, name, message string, mode kraanv1.ServerSideApplyMode) {
+// upgradeTo changes the message of the release "app" and, when mode is set,
+// its upgrade.serverSideApply, and waits until it is Ready at that revision.
+func upgradeTo(t *testing.T, namespace, message string, mode kraanv1.ServerSideApplyMode) {
 	t.Helper()
+	const name = "app"
 	update(t, namespace, name, func(hr *kraanv1.HelmRelease) {
 		hr.Spec.Values = toJSON(map[string]any{"message": message})
 		if hr.Spec.Upgrade == nil {
@@ -69,7 +71,7 @@ func TestHelmRelease_ServerSideApply_InstallsServerSideByDefault(t *testing.T) {
 	readyAt(t, ns, "app")
 
 	g.Expect(applyMethodsOf(t, ns, "app", 1)).To(HaveKeyWithValue(1, "ssa"))
-	managers := configMapManagers(g, ns, "app")
+	managers := appManagers(g, ns)
 	g.Expect(managers).To(ContainElement(appliedServerSide))
 	g.Expect(managers).NotTo(ContainElement(appliedClientSide))
 }
@@ -88,11 +90,11 @@ func TestHelmRelease_ServerSideApply_UpgradeModes(t *testing.T) {
 	})
 	readyAt(t, ns, "app")
 	g.Expect(applyMethodsOf(t, ns, "app", 1)).To(HaveKeyWithValue(1, "csa"), "install.serverSideApply: false")
-	g.Expect(configMapManagers(g, ns, "app")).To(And(ContainElement(appliedClientSide), Not(ContainElement(appliedServerSide))))
+	g.Expect(appManagers(g, ns)).To(And(ContainElement(appliedClientSide), Not(ContainElement(appliedServerSide))))
 
-	upgradeTo(t, ns, "app", "two", "")
+	upgradeTo(t, ns, "two", "")
 	g.Expect(applyMethodsOf(t, ns, "app", 2)).To(HaveKeyWithValue(2, "csa"), "auto after a client-side revision")
-	g.Expect(configMapManagers(g, ns, "app")).NotTo(ContainElement(appliedServerSide))
+	g.Expect(appManagers(g, ns)).NotTo(ContainElement(appliedServerSide))
 
 	// Someone else edits a field the release sets: under server-side apply
 	// that manager owns it now, and only a forced apply takes it back.
@@ -101,16 +103,16 @@ func TestHelmRelease_ServerSideApply_UpgradeModes(t *testing.T) {
 	cm.Data["message"] = "edited by hand"
 	g.Expect(k8s.Update(ctx, cm, client.FieldOwner("kubectl-edit"))).To(Succeed())
 
-	upgradeTo(t, ns, "app", "three", kraanv1.ServerSideApplyEnabled)
+	upgradeTo(t, ns, "three", kraanv1.ServerSideApplyEnabled)
 	g.Expect(applyMethodsOf(t, ns, "app", 3)).To(HaveKeyWithValue(3, "ssa"), "enabled")
-	g.Expect(configMapManagers(g, ns, "app")).To(ContainElement(appliedServerSide))
+	g.Expect(appManagers(g, ns)).To(ContainElement(appliedServerSide))
 	g.Expect(eventReasons(g, ns, "app")).NotTo(ContainElement(kraanv1.ReasonUpgradeFailed), "the switch met a conflict")
 
-	upgradeTo(t, ns, "app", "four", kraanv1.ServerSideApplyDisabled)
+	upgradeTo(t, ns, "four", kraanv1.ServerSideApplyDisabled)
 	g.Expect(applyMethodsOf(t, ns, "app", 4)).To(HaveKeyWithValue(4, "csa"), "disabled")
-	g.Expect(configMapManagers(g, ns, "app")).To(ContainElement(appliedClientSide))
+	g.Expect(appManagers(g, ns)).To(ContainElement(appliedClientSide))
 
-	upgradeTo(t, ns, "app", "five", kraanv1.ServerSideApplyAuto)
+	upgradeTo(t, ns, "five", kraanv1.ServerSideApplyAuto)
 	g.Expect(applyMethodsOf(t, ns, "app", 5)).To(HaveKeyWithValue(5, "csa"), "auto after disabled")
 }
 
