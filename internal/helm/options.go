@@ -96,6 +96,7 @@ func newInstall(cfg *action.Configuration, t Target, spec *kraanv1.HelmReleaseSp
 	a.DisableOpenAPIValidation = opts.DisableOpenAPIValidation
 	a.Replace = opts.Replace
 	a.ServerSideApply = apply.Install.serverSide(nil)
+	a.ForceConflicts = a.ServerSideApply // always under server-side apply: forceOf
 	a.PostRenderStrategy = postRenderStrategyOf(t.PostRenderStrategy)
 	a.CreateNamespace = opts.CreateNamespace
 	// Helm's install only creates CRDs that do not exist; CreateReplace is
@@ -309,8 +310,13 @@ func (m ApplyMethod) serverSide(record *release.Release) bool {
 	}
 }
 
-// forceOf is spec's force as Helm 4 takes it: conflicts forced under
-// server-side apply, objects replaced under client-side apply.
+// forceOf is how an action forces its writes, as Flux v1.5+ does. Under
+// server-side apply conflicts are always forced: the release's objects are
+// the release's, whoever wrote a field last (kubectl, an earlier field
+// manager such as Flux's helm-controller, a drift correction), and an
+// upgrade that stopped on a conflict would leave drift in place. spec's
+// force (replace objects) is a client-side notion; under server-side apply
+// it is ignored, as Flux ignores it, since Helm refuses the two together.
 func forceOf(force, serverSide bool) (replace, conflicts bool) {
-	return force && !serverSide, force && serverSide
+	return force && !serverSide, serverSide
 }

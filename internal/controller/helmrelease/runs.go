@@ -294,6 +294,7 @@ func (r *Reconciler) startRun(ctx context.Context, sc *releaseScope) {
 		Redactor:     &redactor,
 		ReinstallOnChartNameChange: r.HelmDefaults.ChartNameChangeStrategy(&hr.Spec) ==
 			kraanv1.ChartNameChangeStrategyReinstall,
+		Apply: applyMethodsOf(r.HelmDefaults, &hr.Spec),
 	}
 	sc.starting = run
 	ctrl.LoggerFrom(ctx).V(1).Info("Starting a Helm run", "attempt", run.attempt)

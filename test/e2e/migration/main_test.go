@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -35,8 +36,10 @@ import (
 var (
 	// k8s is an admin client of the plane that knows Flux's HelmRelease too.
 	k8s client.Client
-	// kubeconfig is the plane's admin kubeconfig, which the controllers use.
+	// kubeconfig is the plane's admin kubeconfig, which the controllers use;
+	// restConfig the same as a client configuration.
 	kubeconfig string
+	restConfig *rest.Config
 	// helmControllerBinary is Flux helm-controller ($KRAAN_HELM_CONTROLLER).
 	helmControllerBinary string
 	// operatorBinary is ./cmd, built once.
@@ -71,7 +74,7 @@ func checkToolVars() error {
 // setUp installs Flux's HelmRelease CRD, starts source-controller for the
 // whole suite and builds the operator.
 func setUp(s *suite.Suite) error {
-	kubeconfig, helmControllerBinary = s.Kubeconfig, os.Getenv("KRAAN_HELM_CONTROLLER")
+	kubeconfig, restConfig, helmControllerBinary = s.Kubeconfig, s.Config, os.Getenv("KRAAN_HELM_CONTROLLER")
 	if _, err := envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{
 		Paths: []string{os.Getenv("KRAAN_HELM_CONTROLLER_CRDS")}, ErrorIfPathMissing: true,
 	}); err != nil {

@@ -210,14 +210,14 @@ func podCount(ws map[string]workload) int {
 	return n
 }
 
-// startOperator runs kraan-operator, built from ./cmd, as a separate process
-// and waits until it is ready; it is stopped when the test ends, and a
-// failed test prints the end of its log.
-func startOperator(t *testing.T) {
+// startOperator runs kraan-operator, built from ./cmd, with args as a
+// separate process and waits until it is ready; it is stopped when the test
+// ends, and a failed test prints the end of its log.
+func startOperator(t *testing.T, args ...string) {
 	t.Helper()
 	op, err := suite.StartOperator(t.Context(), suite.OperatorProcess{
 		Name: "kraan-operator", Binary: operatorBinary, Kubeconfig: kubeconfig, Dir: t.TempDir(),
-		Args: []string{"--log-level=debug"},
+		Args: append([]string{"--log-level=debug"}, args...),
 	})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
