@@ -131,7 +131,7 @@ func (c *watchingClient) wait(resources kube.ResourceList, timeout time.Duration
 // waitedFor are the objects among resources whose readiness the strategy
 // judges: under WaitLegacy, those Helm 3's wait checked (workloads, Pods,
 // PersistentVolumeClaims, LoadBalancer Services, CRDs and, with jobs, Jobs);
-// under WaitPoller, all of them.
+// under WaitPoller, all of them (the tracker's options say how).
 func waitedFor(resources kube.ResourceList, jobs bool, strategy WaitStrategy) []rollout.Object {
 	var out []rollout.Object
 	for _, info := range resources {
@@ -167,11 +167,13 @@ var waitedKinds = map[schema.GroupKind]bool{
 	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: true,
 }
 
-// judged says whether the strategy judges an object of kind gk: a Job only
-// when the action waits for jobs.
+// judged says whether the strategy judges an object of kind gk. Under
+// WaitPoller every object is, Jobs included: kstatus finds a Job Current
+// once it started, and only a wait for jobs asks it to complete (the
+// tracker's FailFast).
 func judged(gk schema.GroupKind, obj runtime.Object, jobs bool, strategy WaitStrategy) bool {
 	if strategy == WaitPoller {
-		return jobs || gk != jobKind
+		return true
 	}
 	return waitsFor(gk, obj, jobs)
 }

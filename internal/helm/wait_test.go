@@ -13,10 +13,14 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
 // engineWaiterOf unwraps the waiter Helm got down to the engine's own; nil
@@ -234,4 +238,28 @@ func TestJobDone(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("BackoffLimitExceeded")))
 	done, err = jobDone(job(map[string]any{"type": "Complete", "status": "False"}))
 	g.Expect(done, err).To(BeFalse())
+}
+
+// TestWaitedFor_byStrategy: WaitLegacy judges Helm 3's kinds (Jobs only
+// when waiting for jobs); WaitPoller every object of the release.
+func TestWaitedFor_byStrategy(t *testing.T) {
+	g := NewWithT(t)
+	object := func(group, version, kind, name string) *resource.Info {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
+		return &resource.Info{Name: name, Namespace: "shop", Object: u, Mapping: &meta.RESTMapping{
+			GroupVersionKind: u.GroupVersionKind(), Resource: schema.GroupVersionResource{Group: group, Version: version, Resource: strings.ToLower(kind) + "s"}}}
+	}
+	resources := kube.ResourceList{object("apps", "v1", "Deployment", "web"), object("", "v1", "ConfigMap", "conf"),
+		object("batch", "v1", "Job", "migrate"), object("example.com", "v1", "Widget", "w")}
+	names := func(objs []rollout.Object) []string {
+		out := make([]string, 0, len(objs))
+		for _, o := range objs {
+			out = append(out, o.Name)
+		}
+		return out
+	}
+	g.Expect(names(waitedFor(resources, false, ""))).To(Equal([]string{"web"}))
+	g.Expect(names(waitedFor(resources, true, WaitLegacy))).To(Equal([]string{"web", "migrate"}))
+	g.Expect(names(waitedFor(resources, false, WaitPoller))).To(Equal([]string{"web", "conf", "migrate", "w"}))
 }
