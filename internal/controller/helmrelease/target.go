@@ -144,5 +144,7 @@ func clusterOf(ctx context.Context, reader client.Reader, hr *kraanv1.HelmReleas
 }
 
 func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
-	return TargetOf(hr, r.DefaultServiceAccount)
+	t := TargetOf(hr, r.DefaultServiceAccount)
+	t.WaitStrategy, t.HealthCheckExprs = waitOf(r.HelmDefaults, &hr.Spec)
+	return t
 }
