@@ -28,7 +28,7 @@ func TestWaitOf(t *testing.T) {
 		{name: "poller by default", wantWait: helm.WaitPoller},
 		{name: "legacy under the gate", helm3: true, wantWait: helm.WaitLegacy},
 		{name: "the spec's poller wins over the gate", helm3: true,
-			spec: kraanv1.HelmReleaseSpec{WaitStrategy: strategy(kraanv1.WaitStrategyPoller), HealthCheckExprs: []kraanv1.CustomHealthCheck{check}},
+			spec:     kraanv1.HelmReleaseSpec{WaitStrategy: strategy(kraanv1.WaitStrategyPoller), HealthCheckExprs: []kraanv1.CustomHealthCheck{check}},
 			wantWait: helm.WaitPoller, wantExprs: []rollout.HealthCheckExpr{expr}},
 		{name: "the spec's legacy", spec: kraanv1.HelmReleaseSpec{WaitStrategy: strategy(kraanv1.WaitStrategyLegacy)}, wantWait: helm.WaitLegacy},
 		{name: "expressions under the poller", spec: kraanv1.HelmReleaseSpec{HealthCheckExprs: []kraanv1.CustomHealthCheck{check}},

@@ -210,7 +210,7 @@ func TestWaits_HealthCheckExprThatCannotJudgeStallsWithoutRetries(t *testing.T) 
 func TestWaits_FailedDeploymentEndsThePollersWaitNotLegacys(t *testing.T) {
 	ns := newNamespace(t)
 	newGizmoRepository(t, ns)
-	stuck := withValues(map[string]any{"deployment": map[string]any{
+	stuck := withValues(map[string]any{"gizmos": []any{}, "deployment": map[string]any{
 		"enabled": true, "progressDeadlineSeconds": 1,
 		"nodeSelector": map[string]any{"e2e.kraan.io/no-such-node": "x"},
 	}})
