@@ -67,6 +67,10 @@ const (
 	ReasonReconcileError     = "ReconcileError"
 	ReasonKubeConfigError    = "KubeConfigError"
 	ReasonAccessDenied       = "AccessDenied"
+	// ReasonInvalidCELExpression (Flux's): a spec.healthCheckExprs
+	// expression does not compile, or cannot judge an object (it costs too
+	// much, or gives no bool); the release stalls until the spec changes.
+	ReasonInvalidCELExpression = "InvalidCELExpression"
 	// ReasonReleaseRecordTampered: a Helm release record's signature does not
 	// verify; the record was changed outside the operator and is not replayed.
 	ReasonReleaseRecordTampered = "ReleaseRecordTampered"

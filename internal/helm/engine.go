@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
 // Client-side rate limits of one Helm action, as Flux's --kube-api-qps and
@@ -95,6 +96,9 @@ type Target struct {
 	// WaitStrategy says which objects an action's wait judges; empty is
 	// WaitLegacy.
 	WaitStrategy WaitStrategy
+	// HealthCheckExprs judge the objects of their kinds instead of kstatus
+	// in an action's wait, under WaitPoller only (spec.healthCheckExprs).
+	HealthCheckExprs []rollout.HealthCheckExpr
 }
 
 // FieldManager is the field manager of every write Helm makes for the
@@ -157,7 +161,8 @@ func (e *Engine) configFor(target Target, log slog.Handler, pause func() func())
 	if err != nil {
 		return nil, err
 	}
-	watching := &watchingClient{Client: kc, tracker: tracker, pause: pause, apis: apis, strategy: target.WaitStrategy, dynamic: dyn}
+	watching := &watchingClient{Client: kc, tracker: tracker, pause: pause, apis: apis, strategy: target.WaitStrategy,
+		healthChecks: target.HealthCheckExprs, dynamic: dyn}
 	// Nothing of Helm's may wait: its client's own waiter is ours too.
 	kc.Waiter = &engineWaiter{client: watching}
 	cfg.KubeClient = target.Bounds.guard(&owningClient{watchingClient: watching, owner: releaseOwner{name: target.ReleaseName, namespace: target.Namespace}})

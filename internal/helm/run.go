@@ -16,6 +16,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/redact"
+	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
 // maxSteps bounds the actions taken in one Run: a failed upgrade, its rollback
@@ -201,6 +202,14 @@ func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Pol
 		// one too: Helm records it on the revision's hooks, which leaves its
 		// version and status as they were.
 		res.Failures = countFailure(res.Failures, step.Action, obs)
+	}
+	var unjudgeable *rollout.HealthCheckError
+	if errors.As(step.Err, &unjudgeable) {
+		// A health check expression cannot judge an object of the release:
+		// neither remediation nor a retry helps until the expression
+		// changes, which the caller reports.
+		res.Latest = after.Latest
+		return true, step.Err
 	}
 	if unchanged {
 		// Otherwise nothing changed in storage (denied, invalid chart, the API

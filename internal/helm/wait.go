@@ -44,6 +44,8 @@ type watchingClient struct {
 	apis *servedAPIs
 	// strategy says which objects Wait judges.
 	strategy WaitStrategy
+	// healthChecks judge the objects of their kinds under WaitPoller.
+	healthChecks []rollout.HealthCheckExpr
 	// dynamic watches hooks and deleted objects.
 	dynamic dynamic.Interface
 }
@@ -121,11 +123,22 @@ func (c *watchingClient) wait(resources kube.ResourceList, timeout time.Duration
 	// Not the reconcile's context: a wait cut short by the operator's
 	// shutdown would fail the release. The process ends instead, the
 	// revision stays pending, and the next process resumes the wait.
-	err := c.tracker.Wait(context.Background(), objs, timeout, rollout.Options{FailFast: jobs})
+	err := c.tracker.Wait(context.Background(), objs, timeout, c.waitOptions(jobs))
 	if c.apis != nil && slices.ContainsFunc(objs, func(o rollout.Object) bool { return o.Kind == "CustomResourceDefinition" }) {
 		c.apis.invalidate()
 	}
 	return err
+}
+
+// waitOptions are the tracker's options of a wait, with jobs or not: under
+// WaitPoller every object the wait hands is judged by kstatus or its kind's
+// health check expression, and a Failed one ends the wait at once.
+func (c *watchingClient) waitOptions(jobs bool) rollout.Options {
+	opts := rollout.Options{FailFast: jobs, Strategy: rollout.StrategyLegacy}
+	if c.strategy == WaitPoller {
+		opts.Strategy, opts.HealthCheckExprs = rollout.StrategyPoller, c.healthChecks
+	}
+	return opts
 }
 
 // waitedFor are the objects among resources whose readiness the strategy

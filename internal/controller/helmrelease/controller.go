@@ -136,6 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	return kit.RunSteps(ctx, sc,
 		r.reconcileAccess,
+		r.reconcileHealthChecks,
 		r.reconcileDependencies,
 		r.reconcileTarget,
 		r.reconcileChart,

@@ -16,6 +16,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/redact"
+	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
 // releaseScope carries what one reconcile observed, step by step.
@@ -223,6 +224,12 @@ func classifyRunError(err error) error {
 	if errors.As(err, &tampered) {
 		// Someone changed the release's storage: a person must look.
 		return kit.Terminal(kraanv1.ReasonReleaseRecordTampered, err)
+	}
+	var unjudgeable *rollout.HealthCheckError
+	if errors.As(err, &unjudgeable) {
+		// A health check expression cannot judge an object: the
+		// expression must change, retrying gives the same answer.
+		return kit.Terminal(kraanv1.ReasonInvalidCELExpression, err)
 	}
 	if apierrors.IsForbidden(err) {
 		// The message names the verb, the resource and the service account.

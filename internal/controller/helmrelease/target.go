@@ -146,5 +146,6 @@ func clusterOf(ctx context.Context, reader client.Reader, hr *kraanv1.HelmReleas
 func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
 	t := TargetOf(hr, r.DefaultServiceAccount)
 	t.PostRenderStrategy = r.HelmDefaults.PostRenderStrategy(&hr.Spec)
+	t.WaitStrategy, t.HealthCheckExprs = waitOf(r.HelmDefaults, &hr.Spec)
 	return t
 }

@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/operator"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/internal/watches"
@@ -38,6 +39,10 @@ type Operator struct {
 	// Watches loads the repository's watches.yaml, so the chart-backed kinds
 	// run as well as the Go controllers.
 	Watches bool
+	// HelmDefaults is what --feature-gates=UseHelm3Defaults=true sets:
+	// how releases that leave Flux v1.6's new fields unset wait, apply and
+	// post-render.
+	HelmDefaults defaults.Defaults
 }
 
 // OperatorLog holds what the in-process operator logged at debug level.
@@ -156,7 +161,8 @@ func setOperatorLogger() {
 // startOperator runs the operator's manager, as cmd/main.go wires it, until
 // the cleanups run; its chart artifacts go to a temporary directory.
 func (s *Suite) startOperator(o Operator) error {
-	opts := operator.Options{ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4}, RecordKey: testenv.RecordKey}
+	opts := operator.Options{ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4}, RecordKey: testenv.RecordKey,
+		HelmDefaults: o.HelmDefaults}
 	if o.Watches {
 		file, err := testenv.WatchesFile()
 		if err != nil {
