@@ -58,6 +58,7 @@ func TestEngine_Run_chartNameChange(t *testing.T) {
 			if tc.reinstall {
 				g.Expect(actions).To(Equal([]Action{ActionUninstall, ActionInstall}))
 				g.Expect(res.Steps[0].Detail).To(ContainSubstring("the chart changed from first to second"))
+				g.Expect(res.Steps[0].Reinstall).To(BeTrue(), "the uninstall would read as a remediation")
 				g.Expect(kept.UID).NotTo(Equal(keptUID), "the object was not created anew")
 				return
 			}

@@ -71,6 +71,9 @@ type Step struct {
 	// Detail says what a successful action found, when that is news to the
 	// user: for an unlock, the revision an interrupted operation left pending.
 	Detail string
+	// Reinstall marks an uninstall taken because the chart name changed
+	// (Request.ReinstallOnChartNameChange), not to remediate a failure.
+	Reinstall bool
 }
 
 // Result is what Run did and what storage holds afterwards.
@@ -290,6 +293,7 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	start := time.Now()
 	labels := req.Desired.labels()
 	var detail string
+	var reinstall bool
 	var installed *release.Release
 	var err error
 	switch next {
@@ -310,6 +314,7 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 		uninstall.DisableHooks = uninstall.DisableHooks || !replayable(obs.Latest)
 		_, err = uninstall.Run(req.Target.ReleaseName)
 		detail = reinstallDetail(req, obs)
+		reinstall = detail != ""
 	case ActionUnlock:
 		detail, err = unlock(cfg, obs.Latest)
 	default:
@@ -321,7 +326,7 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	if err != nil || installed == nil || installed.Info == nil || installed.Info.Status != rcommon.StatusDeployed {
 		installed = nil
 	}
-	return Step{Action: next, Err: err, Duration: time.Since(start), Detail: detail}, installed
+	return Step{Action: next, Err: err, Duration: time.Since(start), Detail: detail, Reinstall: reinstall}, installed
 }
 
 // install applies the chart's CRDs as the spec says, then installs.

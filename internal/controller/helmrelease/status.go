@@ -300,8 +300,9 @@ func (r *Reconciler) recordStep(hr *kraanv1.HelmRelease, step helm.Step) {
 	} else {
 		r.Events.Normal(hr, reason[outcome], msg)
 	}
-	switch step.Action {
-	case helm.ActionRollback, helm.ActionUninstall:
+	switch {
+	case step.Reinstall: // a chart name change, not a remediation
+	case step.Action == helm.ActionRollback, step.Action == helm.ActionUninstall:
 		status := metav1.ConditionTrue
 		if step.Err != nil {
 			status = metav1.ConditionFalse
@@ -381,7 +382,7 @@ func stalledMessage(sc *releaseScope) string {
 
 func remediatedIn(steps []helm.Step) bool {
 	for _, s := range steps {
-		if s.Err == nil && (s.Action == helm.ActionRollback || s.Action == helm.ActionUninstall) {
+		if s.Err == nil && !s.Reinstall && (s.Action == helm.ActionRollback || s.Action == helm.ActionUninstall) {
 			return true
 		}
 	}

@@ -25,6 +25,6 @@ func (e Events) Warning(obj runtime.Object, reason, message string) {
 
 func (e Events) record(obj runtime.Object, eventType, reason, message string) {
 	if e.Recorder != nil {
-		e.Recorder.Eventf(obj, nil, eventType, reason, reason, "%s", BoundMessage(message))
+		e.Recorder.Eventf(obj, nil, eventType, reason, reason, "%s", BoundEventNote(message))
 	}
 }

@@ -165,6 +165,20 @@ func TestBoundMessage(t *testing.T) {
 	g.Expect(bounded).To(MatchRegexp(`… \(\d+ bytes left out\) …`))
 }
 
+// An event longer than the API server's limit on its note would be
+// rejected and lost: a long failure (a server-side apply error quoted twice,
+// with Helm's log) is bounded to the limit, its cause kept.
+func TestBoundEventNote_FitsTheAPIServersLimit(t *testing.T) {
+	g := NewWithT(t)
+	long := "install failed: " + strings.Repeat("é", MaxMessageLength/3) + " the cause"
+	g.Expect(len(long)).To(BeNumerically(">", MaxEventNoteLength))
+	g.Expect(len(long)).To(BeNumerically("<=", MaxMessageLength), "a condition keeps it whole")
+	note := BoundEventNote(long)
+	g.Expect(len(note)).To(BeNumerically("<=", MaxEventNoteLength))
+	g.Expect(utf8.ValidString(note)).To(BeTrue(), "cut inside a character")
+	g.Expect(note).To(And(HavePrefix("install failed: "), HaveSuffix(" the cause")))
+}
+
 func TestSetStatusCondition_BoundsTheMessage(t *testing.T) {
 	g := NewWithT(t)
 	var conds []metav1.Condition

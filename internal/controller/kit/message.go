@@ -13,6 +13,10 @@ import (
 // still names what failed and why, and keeps `kubectl describe` readable.
 const MaxMessageLength = 2048
 
+// MaxEventNoteLength is the API server's limit on an event's message (the
+// note of an events.k8s.io/v1 Event): a longer event is rejected, and lost.
+const MaxEventNoteLength = 1024
+
 // messageTail is how much of the end of a long message is kept: the cause of
 // a wrapped error comes last.
 const messageTail = 512
@@ -21,10 +25,21 @@ const messageTail = 512
 // beginning and end around a note of how much was left out, cut at UTF-8
 // character boundaries.
 func BoundMessage(msg string) string {
-	if len(msg) <= MaxMessageLength {
+	return boundTo(msg, MaxMessageLength)
+}
+
+// BoundEventNote is BoundMessage within MaxEventNoteLength.
+func BoundEventNote(msg string) string {
+	return boundTo(msg, MaxEventNoteLength)
+}
+
+// boundTo bounds msg to limit bytes, keeping its end (messageTail bytes):
+// limit must leave room for that and the note of what was left out.
+func boundTo(msg string, limit int) string {
+	if len(msg) <= limit {
 		return msg
 	}
-	headEnd := MaxMessageLength - messageTail - 64
+	headEnd := limit - messageTail - 64
 	for headEnd > 0 && !utf8.RuneStart(msg[headEnd]) {
 		headEnd--
 	}
