@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/postrenderer"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -41,26 +44,38 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 		return nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	render := newInstall(cfg, req.Target, req.Spec, ApplyMethods{}, nil)
-	// A dry run: the chart rendered with the cluster's capabilities, nothing
-	// created, storage untouched (Helm 3's DryRun; Helm 4's client dry run
-	// would replace the configuration's kube client and storage). SkipCRDs: the
-	// manifest never holds crds/, and a dry run would only warn about them.
-	render.DryRunStrategy, render.SkipCRDs = action.DryRunServer, true
-	render.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
-	rendered, err := render.RunWithContext(ctx, forPostRendering(req.Desired.Chart, render.PostRenderer), maps.Clone(req.Desired.Values))
-	var want *release.Release
-	if err == nil {
-		want, err = v1Release(rendered)
+	pr := postRendererFor(req.Spec, req.PostRenderer)
+	// The engine renders with a final newline per template file when it
+	// post-renders (forPostRendering); Flux 2.8+ (which always post-renders
+	// its origin labels) and the helm 4 CLI with a post-renderer do not, and
+	// a block scalar ending a file differs by that newline (helm/helm#31948).
+	// A revision they made deploys what they would render, so it is adopted
+	// when it matches either rendering; the next upgrade writes the
+	// engine's.
+	type rendering struct {
+		chart *chart.Chart
+		pr    postrenderer.PostRenderer
 	}
-	if err != nil {
-		// Not adopted: the upgrade Plan chooses reports the same error.
-		log.V(1).Info("Not adopting a release made by another Helm client: the chart does not render",
-			"release", rel.Name, "revision", rel.Version, "error", req.Redactor.Error(err).Error())
-		return nil
+	asHelm4 := pr
+	if asHelm4 == nil {
+		asHelm4 = unchangedPostRenderer{}
 	}
-	same, why := sameObjects(rel, want)
-	if !same {
+	renderings := []rendering{{forPostRendering(req.Desired.Chart, pr), pr}, {req.Desired.Chart, asHelm4}}
+	var why string
+	for _, r := range renderings {
+		want, err := renderForAdoption(ctx, cfg, req, r.pr, r.chart)
+		if err != nil {
+			// Not adopted: the upgrade Plan chooses reports the same error.
+			log.V(1).Info("Not adopting a release made by another Helm client: the chart does not render",
+				"release", rel.Name, "revision", rel.Version, "error", req.Redactor.Error(err).Error())
+			return nil
+		}
+		var same bool
+		if same, why = sameObjects(rel, want); same {
+			break
+		}
+	}
+	if why != "" {
 		log.Info("Not adopting a release made by another Helm client: it differs from the desired state, so it is upgraded",
 			"release", rel.Name, "revision", rel.Version, "difference", req.Redactor.String(why))
 		return nil
@@ -79,6 +94,28 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 		"release", rel.Name, "revision", rel.Version)
 	return nil
 }
+
+// renderForAdoption renders c as an install of req would deploy it, with
+// the cluster's capabilities: a dry run, nothing created, storage untouched
+// (Helm 4's client dry run would replace the configuration's kube client and
+// storage). SkipCRDs: the manifest never holds crds/, and a dry run would
+// only warn about them.
+func renderForAdoption(ctx context.Context, cfg *action.Configuration, req Request, pr postrenderer.PostRenderer, c *chart.Chart) (*release.Release, error) {
+	render := newInstall(cfg, req.Target, req.Spec, ApplyMethods{}, nil)
+	render.DryRunStrategy, render.SkipCRDs = action.DryRunServer, true
+	render.PostRenderer = pr
+	rendered, err := render.RunWithContext(ctx, c, maps.Clone(req.Desired.Values))
+	if err != nil {
+		return nil, err
+	}
+	return v1Release(rendered)
+}
+
+// unchangedPostRenderer returns the manifests it is given: with it, Helm 4
+// renders as it does with any post-renderer (Flux's origin labels aside).
+type unchangedPostRenderer struct{}
+
+func (unchangedPostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) { return rendered, nil }
 
 // foreign says whether rel is a deployed revision the engine did not make:
 // every revision the engine makes carries ChartDigestLabel.

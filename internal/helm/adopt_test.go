@@ -2,10 +2,13 @@ package helm
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/postrenderer"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -32,14 +35,24 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 		// the engine's.
 		madeWith []postrenderer.PostRenderer
 		spec     func(*kraanv1.HelmReleaseSpec)
-		want     map[int]string
+		// blockScalars renders blockScalarTemplates besides the chart's:
+		// Helm 4 with a post-renderer (Flux 2.8+ always has one) ends
+		// them differently from the engine (helm/helm#31948).
+		blockScalars bool
+		want         map[int]string
 	}{
 		{name: "flux", madeWith: []postrenderer.PostRenderer{fluxOrigin},
 			want: map[int]string{1: "deployed"}},
 		{name: "flux-common-metadata", madeWith: []postrenderer.PostRenderer{&commonMetadataPostRenderer{commonMetadata}, fluxOrigin},
 			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata },
 			want: map[int]string{1: "deployed"}},
+		{name: "flux-block-scalars", madeWith: []postrenderer.PostRenderer{fluxOrigin}, blockScalars: true,
+			want: map[int]string{1: "deployed"}},
+		{name: "flux-common-metadata-block-scalars", madeWith: []postrenderer.PostRenderer{&commonMetadataPostRenderer{commonMetadata}, fluxOrigin},
+			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata }, blockScalars: true,
+			want: map[int]string{1: "deployed"}},
 		{name: "helm-cli", want: map[int]string{1: "deployed"}},
+		{name: "helm-cli-block-scalars", blockScalars: true, want: map[int]string{1: "deployed"}},
 		{name: "other-post-renderers", madeWith: []postrenderer.PostRenderer{fluxOrigin},
 			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata },
 			want: map[int]string{1: "superseded", 2: "deployed"}},
@@ -51,6 +64,9 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 			req := interruptibleRequest(g, tt.name)
 			if tt.spec != nil {
 				tt.spec(req.Spec)
+			}
+			if tt.blockScalars {
+				req.Desired.Chart = withTemplates(req.Desired.Chart, blockScalarTemplates)
 			}
 			cfg, err := engine.configFor(req.Target, testLogHandler(t), nil)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -91,4 +107,14 @@ func installLikeAnotherClient(g Gomega, cfg *action.Configuration, req Request, 
 	rel, err := v1Release(installed)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rel.Labels).NotTo(HaveKey(ChartDigestLabel))
+}
+
+// withTemplates is c with files added to its templates; c is left alone.
+func withTemplates(c *chart.Chart, files map[string]string) *chart.Chart {
+	cp := *c
+	cp.Templates = slices.Clone(c.Templates)
+	for path, content := range files {
+		cp.Templates = append(cp.Templates, &common.File{Name: "templates/" + path, Data: []byte(content)})
+	}
+	return &cp
 }
