@@ -1,7 +1,7 @@
 package helm
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -16,6 +16,8 @@ import (
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
 // fluxOriginLabels are the labels Flux helm-controller's own post-renderer
@@ -53,17 +55,19 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 	// when it matches either rendering; the next upgrade writes the
 	// engine's.
 	type rendering struct {
-		chart *chart.Chart
-		pr    postrenderer.PostRenderer
+		chart    *chart.Chart
+		pr       postrenderer.PostRenderer
+		strategy kraanv1.PostRenderStrategy
 	}
-	asHelm4 := pr
-	if asHelm4 == nil {
-		asHelm4 = unchangedPostRenderer{}
+	// Flux post-renders as spec.postRenderStrategy says, combined when unset.
+	fluxStrategy := cmp.Or(req.Spec.PostRenderStrategy, kraanv1.PostRenderStrategyCombined)
+	renderings := []rendering{
+		{forPostRendering(req.Desired.Chart, pr), pr, req.Target.PostRenderStrategy},
+		{req.Desired.Chart, asFluxRenders(pr, rel), fluxStrategy},
 	}
-	renderings := []rendering{{forPostRendering(req.Desired.Chart, pr), pr}, {req.Desired.Chart, asHelm4}}
 	var why string
 	for _, r := range renderings {
-		want, err := renderForAdoption(ctx, cfg, req, r.pr, r.chart)
+		want, err := renderForAdoption(ctx, cfg, req, r.chart, r.pr, r.strategy)
 		if err != nil {
 			// Not adopted: the upgrade Plan chooses reports the same error.
 			log.V(1).Info("Not adopting a release made by another Helm client: the chart does not render",
@@ -100,8 +104,11 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 // (Helm 4's client dry run would replace the configuration's kube client and
 // storage). SkipCRDs: the manifest never holds crds/, and a dry run would
 // only warn about them.
-func renderForAdoption(ctx context.Context, cfg *action.Configuration, req Request, pr postrenderer.PostRenderer, c *chart.Chart) (*release.Release, error) {
-	render := newInstall(cfg, req.Target, req.Spec, ApplyMethods{}, nil)
+func renderForAdoption(ctx context.Context, cfg *action.Configuration, req Request,
+	c *chart.Chart, pr postrenderer.PostRenderer, strategy kraanv1.PostRenderStrategy) (*release.Release, error) {
+	target := req.Target
+	target.PostRenderStrategy = strategy
+	render := newInstall(cfg, target, req.Spec, ApplyMethods{}, nil)
 	render.DryRunStrategy, render.SkipCRDs = action.DryRunServer, true
 	render.PostRenderer = pr
 	rendered, err := render.RunWithContext(ctx, c, maps.Clone(req.Desired.Values))
@@ -111,11 +118,18 @@ func renderForAdoption(ctx context.Context, cfg *action.Configuration, req Reque
 	return v1Release(rendered)
 }
 
-// unchangedPostRenderer returns the manifests it is given: with it, Helm 4
-// renders as it does with any post-renderer (Flux's origin labels aside).
-type unchangedPostRenderer struct{}
-
-func (unchangedPostRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) { return rendered, nil }
+// asFluxRenders is pr as Flux helm-controller runs it: followed by its
+// origin labels (which sameObjects ignores), so that Helm 4 post-renders
+// the chart as it did for Flux.
+func asFluxRenders(pr postrenderer.PostRenderer, rel *release.Release) postrenderer.PostRenderer {
+	origin := &commonMetadataPostRenderer{&kraanv1.CommonMetadata{Labels: map[string]string{
+		fluxOriginLabels[0]: rel.Name, fluxOriginLabels[1]: rel.Namespace,
+	}}}
+	if pr == nil {
+		return origin
+	}
+	return chain{pr, origin}
+}
 
 // foreign says whether rel is a deployed revision the engine did not make:
 // every revision the engine makes carries ChartDigestLabel.
