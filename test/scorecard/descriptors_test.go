@@ -1,10 +1,10 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -61,12 +61,7 @@ func specFieldsOf(g Gomega, manifests, name, version string) []string {
 			if v.Name != version || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 				continue
 			}
-			var fields []string
-			for field := range v.Schema.OpenAPIV3Schema.Properties["spec"].Properties {
-				fields = append(fields, field)
-			}
-			sort.Strings(fields)
-			return fields
+			return slices.Sorted(maps.Keys(v.Schema.OpenAPIV3Schema.Properties["spec"].Properties))
 		}
 	}
 	g.Expect(name).To(BeEmpty(), "no CRD of version %s in bundle/manifests", version)
