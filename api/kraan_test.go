@@ -17,6 +17,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 )
 
@@ -84,6 +85,11 @@ func expectAccepted(t *testing.T, docs []*unstructured.Unstructured) {
 		}
 		obj.Object["status"] = status
 		g.Expect(env.Client.Status().Update(ctx, obj)).To(Succeed(), "status of AddonsLayer %s refused", doc.GetName())
+		// Read back as the operator reads it: a layer whose status Kraan
+		// wrote waits for `kubectl kraan takeover`.
+		layer := &kraanv1.AddonsLayer{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), layer)).To(Succeed())
+		g.Expect(layer.AwaitsTakeOver()).To(BeTrue(), "AddonsLayer %s with Kraan's status does not await the take-over", doc.GetName())
 	}
 }
 

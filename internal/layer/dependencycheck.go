@@ -28,6 +28,11 @@ type DependencyState struct {
 	Revision string
 	// Deployed is the status of the layer's Deployed condition; empty when absent.
 	Deployed metav1.ConditionStatus
+	// AwaitsTakeOver is true while the layer's status is still Kraan's
+	// (kraanv1.AddonsLayer.AwaitsTakeOver): what it says was deployed, the
+	// operator has not deployed, so a dependent waits for the take-over of
+	// its dependencies first.
+	AwaitsTakeOver bool
 	// SourceRevision is the revision of the layer's source artifact now. Leave it
 	// empty when the source has no usable artifact (not Ready, or not yet
 	// reconciled for its current generation): the dependent then waits, as it did
@@ -49,6 +54,8 @@ func CheckDependency(dep Dependency, observed *DependencyState) (bool, string) {
 	switch {
 	case observed == nil || !observed.Exists:
 		return false, waiting + "not found: create it or correct prereqs.dependsOn."
+	case observed.AwaitsTakeOver:
+		return false, fmt.Sprintf("%sis still Kraan's: take it over first (kubectl kraan takeover %s).", waiting, dep.Name)
 	case observed.SpecVersion != "" && observed.SpecVersion != dep.Version:
 		return false, fmt.Sprintf("%sspec.version is: %s, require version: %s: change that layer's version or this layer's prereqs.dependsOn.",
 			waiting, observed.SpecVersion, dep.Version)

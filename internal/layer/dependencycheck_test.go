@@ -67,6 +67,8 @@ func TestCheckDependency(t *testing.T) {
 		{name: "older version deployed, spec unknown", dep: base020,
 			observed: deployed(func(s *DependencyState) { s.SpecVersion = "" }),
 			wantMsg:  "current version is: 0.1.0, require version: 0.2.0."},
+		{name: "deployed by Kraan, not taken over", dep: base010, observed: deployed(func(s *DependencyState) { s.AwaitsTakeOver = true }),
+			wantMsg: "Layer: base, is still Kraan's: take it over first (kubectl kraan takeover base)."},
 		{name: "failed", dep: base010, observed: deployed(func(s *DependencyState) {
 			s.State, s.Deployed = kraanv1.FailedState, metav1.ConditionFalse
 		}), wantMsg: "current state: Failed."},

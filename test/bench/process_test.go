@@ -204,7 +204,7 @@ func (o *operatorProcess) procMiB(file string) (map[string]float64, error) {
 }
 
 // saveHeapProfile writes the process's heap profile, taken after a GC, to
-// path, and returns the heap in use then (MemStats.HeapAlloc).
+// path (with its text form and the goroutines beside it), and returns the heap in use then (MemStats.HeapAlloc).
 func (o *operatorProcess) saveHeapProfile(ctx context.Context, path string) (heapMiB float64, err error) {
 	data, err := o.get(ctx, o.pprof+"/heap?gc=1")
 	if err != nil {
@@ -215,6 +215,19 @@ func (o *operatorProcess) saveHeapProfile(ctx context.Context, path string) (hea
 	}
 	text, err := o.get(ctx, o.pprof+"/heap?debug=1")
 	if err != nil {
+		return 0, err
+	}
+	// The runtime's own accounting (stacks, spans, idle and released
+	// heap) and the goroutines alive: what the resident set holds beyond
+	// the live heap.
+	if err := os.WriteFile(strings.TrimSuffix(path, ".pprof")+".txt", text, 0o600); err != nil {
+		return 0, err
+	}
+	goroutines, err := o.get(ctx, o.pprof+"/goroutine?debug=1")
+	if err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(strings.TrimSuffix(path, ".pprof")+"-goroutines.txt", goroutines, 0o600); err != nil {
 		return 0, err
 	}
 	for line := range strings.SplitSeq(string(text), "\n") {

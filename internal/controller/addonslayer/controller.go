@@ -84,6 +84,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if obj.AwaitsTakeOver() {
+		// Kraan's controller handled this layer last and may still run:
+		// nothing is written until the layer is handed over (a new status
+		// or annotation triggers the next reconcile).
+		r.Metrics.awaitingTakeOver(obj.Name)
+		ctrl.LoggerFrom(ctx).Info("layer awaits take-over: its status is Kraan's; run `kubectl kraan takeover` once Kraan is stopped",
+			"state", obj.Status.State)
+		return ctrl.Result{}, nil
+	}
 	sc := newLayerScope(r.Client, obj, r.now())
 	defer func() {
 		// Errors quote object content, Secret data included: mask it before

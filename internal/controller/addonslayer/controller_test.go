@@ -60,6 +60,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("a failed layer test fails the layer with its output, a new revision runs it again", e.testLayerTestFailure)
 	t.Run("deletion prunes and removes the metrics", e.testDelete)
 	t.Run("a layer Kraan left behind is deleted without touching what Kraan applied, removing only our finalizer", e.testDeleteKraanLayer)
+	t.Run("a layer whose status is Kraan's is left alone until taken over", e.testKraanLayerAwaitsTakeOver)
 	t.Run("a layer Kraan deployed is reconciled past Kraan's inventory without touching what Kraan applied", e.testReconcileKraanLayer)
 	t.Run("a rejected Secret's values reach no condition, event, log line or metric", e.testSecretsNeverLeak)
 }

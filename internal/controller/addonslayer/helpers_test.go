@@ -284,17 +284,34 @@ func (e *layerEnv) markHelmReleaseReady(g Gomega, namespace, name string) {
 // layerGauge returns the value of kraan_addonslayer_condition for a layer's
 // condition type and status, and whether the series exists.
 func layerGauge(t *testing.T, name, condType, status string) (float64, bool) {
+	return gauge(t, "kraan_addonslayer_condition", map[string]string{"name": name, "type": condType, "status": status})
+}
+
+// awaitingGauge is kraan_addonslayer_awaiting_takeover of a layer, 0 when
+// it is not reported.
+func awaitingGauge(t *testing.T, name string) float64 {
+	v, _ := awaitingSeries(t, name)
+	return v
+}
+
+func awaitingSeries(t *testing.T, name string) (float64, bool) {
+	return gauge(t, "kraan_addonslayer_awaiting_takeover", map[string]string{"name": name})
+}
+
+// gauge returns the value of the series of family with labels, and whether
+// it exists.
+func gauge(t *testing.T, family string, labels map[string]string) (float64, bool) {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "kraan_addonslayer_condition" {
+		if f.GetName() != family {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelsMatch(m, map[string]string{"name": name, "type": condType, "status": status}) {
+			if labelsMatch(m, labels) {
 				return m.GetGauge().GetValue(), true
 			}
 		}

@@ -60,9 +60,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("addonslayer").
 		// Status updates are our own writes; only spec and annotation changes
-		// (reconcile.fluxcd.io/requestedAt) need a reconcile of the layer itself.
-		For(&kraanv1.AddonsLayer{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// (reconcile.fluxcd.io/requestedAt, the take-over) need a reconcile of
+		// the layer itself, and a status Kraan's controller wrote over ours.
+		For(&kraanv1.AddonsLayer{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, takeOverChanged()))).
 		Watches(&kraanv1.AddonsLayer{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependencyChange),
 			builder.WithPredicates(dependencyStateChanged())).
 		Watches(&kraanv1.HelmRelease{}, owned).
@@ -171,6 +172,16 @@ func dependencyStateChanged() predicate.Predicate {
 		before, ok1 := e.ObjectOld.(*kraanv1.AddonsLayer)
 		after, ok2 := e.ObjectNew.(*kraanv1.AddonsLayer)
 		return !ok1 || !ok2 || dependencyStateOf(before) != dependencyStateOf(after)
+	}}
+}
+
+// takeOverChanged passes a status write that makes a layer Kraan's again
+// (Kraan's controller still running) or the operator's.
+func takeOverChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*kraanv1.AddonsLayer)
+		after, ok2 := e.ObjectNew.(*kraanv1.AddonsLayer)
+		return ok1 && ok2 && before.AwaitsTakeOver() != after.AwaitsTakeOver()
 	}}
 }
 

@@ -32,6 +32,9 @@ var conditionStatuses = []metav1.ConditionStatus{metav1.ConditionTrue, metav1.Co
 type layerMetrics struct {
 	condition *prometheus.GaugeVec
 	duration  *prometheus.HistogramVec
+	// awaiting is 1 for each layer whose status is still Kraan's: the
+	// operator leaves it alone until `kubectl kraan takeover`.
+	awaiting *prometheus.GaugeVec
 }
 
 // newLayerMetrics registers the series with registerer (controller-runtime's
@@ -50,12 +53,19 @@ func newLayerMetrics(registerer prometheus.Registerer) (*layerMetrics, error) {
 		Help:    "Duration of AddonsLayer reconciles.",
 		Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{layerLabelName})
+	awaiting := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kraan_addonslayer_awaiting_takeover",
+		Help: "1 for each AddonsLayer whose status Kraan's controller wrote and that awaits `kubectl kraan takeover`; the operator writes nothing for it until then.",
+	}, []string{layerLabelName})
 	m := &layerMetrics{}
 	var err error
 	if m.condition, err = kit.Register(registerer, condition); err != nil {
 		return nil, err
 	}
 	if m.duration, err = kit.Register(registerer, duration); err != nil {
+		return nil, err
+	}
+	if m.awaiting, err = kit.Register(registerer, awaiting); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -80,6 +90,16 @@ func (m *layerMetrics) record(obj *kraanv1.AddonsLayer, d time.Duration) {
 		}
 	}
 	m.duration.WithLabelValues(obj.Name).Observe(d.Seconds())
+	m.awaiting.DeleteLabelValues(obj.Name)
+}
+
+// awaitingTakeOver reports the layer as waiting for its take-over; its
+// condition series are left out: the conditions are Kraan's.
+func (m *layerMetrics) awaitingTakeOver(name string) {
+	if m == nil {
+		return
+	}
+	m.awaiting.WithLabelValues(name).Set(1)
 }
 
 // forget deletes every series of the layer.
@@ -89,4 +109,5 @@ func (m *layerMetrics) forget(name string) {
 	}
 	m.condition.DeletePartialMatch(prometheus.Labels{layerLabelName: name})
 	m.duration.DeletePartialMatch(prometheus.Labels{layerLabelName: name})
+	m.awaiting.DeleteLabelValues(name)
 }

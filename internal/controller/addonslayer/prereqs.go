@@ -202,7 +202,7 @@ func dependencyStateOf(dep *kraanv1.AddonsLayer) layer.DependencyState {
 	st := layer.DependencyState{
 		Exists: true, SpecVersion: dep.Spec.Version, Generation: dep.Generation,
 		ObservedGeneration: dep.Status.ObservedGeneration, Version: dep.Status.Version,
-		State: dep.Status.State, Revision: dep.Status.Revision,
+		State: dep.Status.State, Revision: dep.Status.Revision, AwaitsTakeOver: dep.AwaitsTakeOver(),
 	}
 	if c := apimeta.FindStatusCondition(dep.Status.Conditions, kraanv1.DeployedCondition); c != nil {
 		st.Deployed = c.Status
