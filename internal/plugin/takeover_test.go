@@ -45,7 +45,7 @@ func TestRunsPreviousController(t *testing.T) {
 		return d
 	}
 	for image, want := range map[string]bool{
-		"docker.pkg.github.com/fidelity/kraan/kraan-controller:v0.3.3":  true,
+		"docker.pkg.github.com/fidelity/kraan/kraan-controller:v0.3.3":   true,
 		"ghcr.io/fluxcd/helm-controller:v1.4.5":                          true,
 		"ghcr.io/fluxcd/helm-controller@sha256:0123":                     true,
 		"localhost:5000/fluxcd/helm-controller":                          true,

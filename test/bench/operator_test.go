@@ -100,6 +100,12 @@ func (r *operatorRun) install(ctx context.Context) error {
 		return err
 	}
 	requests := r.proxy.counts.snapshot()
+	sampling, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		r.op.sampleHeapPeak(sampling, filepath.Join(r.dir, fmt.Sprintf("heap-peak-%d.pprof", r.n)))
+	}()
 	at, start, err := r.whileWatching(ctx, isReady, func(ctx context.Context) error {
 		return parallel(r.n, creators, func(i int) error {
 			return r.c.Create(ctx, &kraanv1.HelmRelease{
@@ -110,6 +116,8 @@ func (r *operatorRun) install(ctx context.Context) error {
 			})
 		})
 	})
+	stopSampling()
+	<-sampled
 	if err != nil {
 		return err
 	}

@@ -230,11 +230,8 @@ func (o *operatorProcess) saveHeapProfile(ctx context.Context, path string) (hea
 	if err := os.WriteFile(strings.TrimSuffix(path, ".pprof")+"-goroutines.txt", goroutines, 0o600); err != nil {
 		return 0, err
 	}
-	for line := range strings.SplitSeq(string(text), "\n") {
-		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
-			bytes, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return bytes / (1 << 20), err
-		}
+	if heap := memStat(text, "HeapAlloc"); heap > 0 {
+		return heap / (1 << 20), nil
 	}
 	return 0, errors.New("the heap profile has no HeapAlloc line")
 }
@@ -263,3 +260,51 @@ func (o *operatorProcess) stop() error { return o.proc.Stop(40 * time.Second) }
 
 // kill SIGKILLs the process, as a crash or the OOM killer would.
 func (o *operatorProcess) kill() error { return o.proc.Kill() }
+
+// heapPeakSampleEvery is how often sampleHeapPeak looks at the heap.
+const heapPeakSampleEvery = 10 * time.Second
+
+// sampleHeapPeak looks at the process's heap every heapPeakSampleEvery until
+// ctx ends and writes the profile (and its text form) of the moment the heap
+// held the most spans to path: what the install wave keeps alive, which the
+// idle heap's fragmentation comes from. Sampling errors end it quietly: the
+// profile is a diagnosis, not a measurement.
+func (o *operatorProcess) sampleHeapPeak(ctx context.Context, path string) {
+	var peak float64
+	var profile, text []byte
+	ticker := time.NewTicker(heapPeakSampleEvery)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if profile != nil {
+				_ = os.WriteFile(path, profile, 0o600)
+				_ = os.WriteFile(strings.TrimSuffix(path, ".pprof")+".txt", text, 0o600)
+			}
+			return
+		case <-ticker.C:
+		}
+		t, err := o.get(ctx, o.pprof+"/heap?debug=1")
+		if err != nil {
+			continue
+		}
+		inuse := memStat(t, "HeapInuse")
+		if inuse <= peak {
+			continue
+		}
+		if p, err := o.get(ctx, o.pprof+"/heap"); err == nil {
+			peak, profile, text = inuse, p, t
+		}
+	}
+}
+
+// memStat reads one "# Name = value" line of a heap profile's text form.
+func memStat(text []byte, name string) float64 {
+	for line := range strings.SplitSeq(string(text), "\n") {
+		if v, ok := strings.CutPrefix(line, "# "+name+" = "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
+}

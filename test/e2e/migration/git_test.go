@@ -21,9 +21,9 @@ import (
 // gitRepository serves one commit of files over Git's smart HTTP (Debian
 // git's git-http-backend, as test/env and the layers e2e do) and creates the
 // GitRepository name in namespace following it. It returns once
-// source-controller has an artifact of that commit; the server stops when
-// the test ends.
-func gitRepository(t *testing.T, namespace, name string, files map[string]string) {
+// source-controller has an artifact of that commit, whose revision it
+// returns; the server stops when the test ends.
+func gitRepository(t *testing.T, namespace, name string, files map[string]string) string {
 	t.Helper()
 	g := NewWithT(t)
 	if _, err := os.Stat(env.GitBackend); err != nil {
@@ -62,6 +62,7 @@ func gitRepository(t *testing.T, namespace, name string, files map[string]string
 		g.Expect(repo.Status.Artifact).NotTo(BeNil())
 		g.Expect(repo.Status.Artifact.Revision).To(Equal("main@sha1:" + sha))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	return repo.Status.Artifact.Revision
 }
 
 // git runs git in dir with a fixed identity and fails the test on error.

@@ -93,14 +93,33 @@ type migration struct {
 // one is Ready and records what Flux deployed.
 func installWithFlux(t *testing.T, prefix string) *migration {
 	t.Helper()
+	m := newMigration(t, prefix)
+	m.installWithFlux(t, func(*unstructured.Unstructured) {})
+	return m
+}
+
+// newMigration creates the namespaces <prefix>-… and <prefix>-target-…
+// and the chart sources, and reads the Flux HelmReleases.
+func newMigration(t *testing.T, prefix string) *migration {
+	t.Helper()
 	m := &migration{start: time.Now(), namespace: suite.NewNamespace(t, k8s, prefix),
 		target: suite.NewNamespace(t, k8s, prefix+"-target")}
 	sources(t, m.namespace)
 	m.yaml = fluxYAML(t, m.namespace, m.target)
 	m.objs = decodeAll(t, m.yaml)
+	return m
+}
+
+// installWithFlux runs helm-controller, creates the Flux HelmReleases as
+// prepare leaves each (Kraan's label and owner, say) until every one is
+// Ready, and records what Flux deployed.
+func (m *migration) installWithFlux(t *testing.T, prepare func(*unstructured.Unstructured)) {
+	t.Helper()
 	m.helmController = startHelmController(t)
 	for _, o := range m.objs {
-		NewWithT(t).Expect(k8s.Create(context.Background(), o.DeepCopy())).To(Succeed(), "Flux HelmRelease %s", o.GetName())
+		hr := o.DeepCopy()
+		prepare(hr)
+		NewWithT(t).Expect(k8s.Create(context.Background(), hr)).To(Succeed(), "Flux HelmRelease %s", o.GetName())
 	}
 	m.flux = waitFluxReady(t, m.objs)
 	t.Logf("Flux helm-controller installed %d releases in %v", len(m.flux), time.Since(m.start).Round(time.Second))
@@ -108,7 +127,6 @@ func installWithFlux(t *testing.T, prefix string) *migration {
 	for _, f := range m.flux {
 		NewWithT(t).Expect(m.before.storage[f.name].status).To(HaveKeyWithValue(f.release.version, "deployed"), "release %s", f.release)
 	}
-	return m
 }
 
 // handOver lets Flux go (handOver) and stops helm-controller. Deleting the
@@ -213,7 +231,7 @@ func podCount(ws map[string]workload) int {
 // startOperator runs kraan-operator, built from ./cmd, with args as a
 // separate process and waits until it is ready; it is stopped when the test
 // ends, and a failed test prints the end of its log.
-func startOperator(t *testing.T, args ...string) {
+func startOperator(t *testing.T, args ...string) *suite.RunningOperator {
 	t.Helper()
 	op, err := suite.StartOperator(t.Context(), suite.OperatorProcess{
 		Name: "kraan-operator", Binary: operatorBinary, Kubeconfig: kubeconfig, Dir: t.TempDir(),
@@ -228,6 +246,7 @@ func startOperator(t *testing.T, args ...string) {
 			t.Log("kraan-operator's log:\n" + op.LogTail(logTail))
 		}
 	})
+	return op
 }
 
 // createKraanRelease creates the Flux HelmRelease obj as a kraan.io one:
