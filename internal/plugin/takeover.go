@@ -133,8 +133,8 @@ func refuseWhileRunning(ctx context.Context, s *session) error {
 		return nil
 	}
 	slices.Sort(running)
-	return fmt.Errorf("Kraan's controller or helm-controller still runs and would act on the layers taken over; stop it first:\n  %s\n(or pass --force)",
-		strings.Join(running, "\n  "))
+	return fmt.Errorf("Kraan's controller or helm-controller still runs and would act on the layers taken over: stop it first (%s), or pass --force",
+		strings.Join(running, "; "))
 }
 
 // runsPreviousController says whether a container of d runs one of

@@ -32,6 +32,10 @@ type Options struct {
 	// prefixed with "[component] ". The output always goes to
 	// <Dir>/<component>.log as well.
 	Logs io.Writer
+	// ControllerManagerArgs are added to kube-controller-manager's flags: a
+	// throttled plane (--kube-api-qps=5) rolls Deployments out as a busy
+	// cluster does, one shared backlog.
+	ControllerManagerArgs []string
 }
 
 // Plane is a running control plane. Its methods are safe for concurrent use.
@@ -40,6 +44,8 @@ type Plane struct {
 	ownDir bool // Dir was created by Start: Stop removes it
 	assets string
 	logs   io.Writer
+	// controllerManagerArgs are Options.ControllerManagerArgs.
+	controllerManagerArgs []string
 
 	spawner  *spawner
 	children []*child
@@ -86,7 +92,7 @@ func newPlane(opts Options) (*Plane, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plane{dir: opts.Dir, assets: assets, logs: opts.Logs}
+	p := &Plane{dir: opts.Dir, assets: assets, logs: opts.Logs, controllerManagerArgs: opts.ControllerManagerArgs}
 	if p.dir == "" {
 		if p.dir, err = os.MkdirTemp("", "localplane-"); err != nil {
 			return nil, fmt.Errorf("localplane: create working directory: %w", err)
@@ -161,7 +167,7 @@ func (p *Plane) startAPIServer(ctx context.Context, etcdPort, port int, token st
 // startControllers starts the components that only need the kubeconfig;
 // they wait for the apiserver themselves, so they start together.
 func (p *Plane) startControllers() error {
-	if err := p.run(ctrlMgrBin, nil, controllerManagerArgs(p.dir)); err != nil {
+	if err := p.run(ctrlMgrBin, nil, append(controllerManagerArgs(p.dir), p.controllerManagerArgs...)); err != nil {
 		return err
 	}
 	if err := p.run(schedulerBin, nil, schedulerArgs(p.dir)); err != nil {

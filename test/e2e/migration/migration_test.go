@@ -164,8 +164,14 @@ func (m *migration) expectAdopted(t *testing.T) {
 		}
 	}
 	restarted := restartedPods(m.before.workloads, after.workloads)
-	t.Logf("Releases adopted: %d of %d; revisions moved: %d; pods restarted: %d of %d; migration wall time %v",
-		adopted, len(m.flux), moved, restarted, podCount(m.before.workloads), time.Since(m.start).Round(time.Second))
+	recreated := 0
+	for name, w := range m.before.workloads {
+		if after.workloads[name].uid != w.uid {
+			recreated++
+		}
+	}
+	t.Logf("Releases adopted: %d of %d; revisions moved: %d; Deployments re-created: %d of %d; pods restarted: %d of %d; migration wall time %v",
+		adopted, len(m.flux), moved, recreated, len(m.before.workloads), restarted, podCount(m.before.workloads), time.Since(m.start).Round(time.Second))
 
 	g := NewWithT(t)
 	for _, f := range m.flux {
