@@ -167,6 +167,7 @@ func startManager(ctx context.Context, opts *options) error {
 		Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount, ChartFetch: opts.chartFetch,
 		Watches: chartKinds, WatchNamespaces: opts.namespaces(),
 		RecordKeySecret: opts.recordKeySecret(), HelmDefaults: opts.helmDefaults,
+		MaxConcurrentRollouts: opts.maxConcurrentRollouts,
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}

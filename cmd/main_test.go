@@ -39,7 +39,7 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 		"chart-cache-size", "concurrent", "data-path", "default-service-account", "default-source-namespace",
 		"feature-gates", "graceful-shutdown-timeout", "health-probe-bind-address", "index-cache-size", "kubeconfig", "leader-elect",
 		"leader-election-lease-duration", "leader-election-namespace", "leader-election-renew-deadline",
-		"leader-election-retry-period", "log-format", "log-level", "max-chart-size", "max-index-size",
+		"leader-election-retry-period", "log-format", "log-level", "max-chart-size", "max-concurrent-rollouts", "max-index-size",
 		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-retry-delay", "metrics-bind-address",
 		"metrics-cert-dir", "metrics-secure", "min-retry-delay", "no-cross-namespace-refs", "pprof-bind-address",
 		"release-record-key-namespace", "release-record-key-secret", "requeue-dependency", "source-host-override",

@@ -20,6 +20,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/operator"
+	"github.com/kraan-io/kraan-operator/internal/pace"
 )
 
 // options are the operator's command-line flags. They live on a FlagSet of
@@ -40,6 +41,7 @@ type options struct {
 	retryPeriod             time.Duration
 	gracefulShutdown        time.Duration
 	concurrent              int
+	maxConcurrentRollouts   int
 	minRetryDelay           time.Duration
 	maxRetryDelay           time.Duration
 	logFormat               string
@@ -103,6 +105,8 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 	fs.DurationVar(&opts.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second,
 		"How long in-flight reconciles may run after a termination signal.")
 	fs.IntVar(&opts.concurrent, "concurrent", 4, "Number of concurrent reconciles per kind.")
+	fs.IntVar(&opts.maxConcurrentRollouts, "max-concurrent-rollouts", pace.DefaultMax,
+		"Most HelmReleases rolling out at once. Below it the number adapts to how fast the cluster rolls out: a Helm action starts only with a slot, so its timeout measures its own rollout, never the queue.")
 	fs.DurationVar(&opts.minRetryDelay, "min-retry-delay", kit.DefaultMinRetryDelay,
 		"The first delay before an object whose reconcile failed transiently is retried; it doubles on every failure.")
 	fs.DurationVar(&opts.maxRetryDelay, "max-retry-delay", kit.DefaultMaxRetryDelay,
@@ -226,6 +230,9 @@ func parseOptionsEnv(args []string, output io.Writer, lookup func(string) (strin
 	}
 	if opts.concurrent < 1 {
 		return nil, fmt.Errorf("--concurrent must be at least 1, got %d", opts.concurrent)
+	}
+	if opts.maxConcurrentRollouts < 1 {
+		return nil, fmt.Errorf("--max-concurrent-rollouts must be at least 1, got %d", opts.maxConcurrentRollouts)
 	}
 	if err := opts.checkLeaderElection(); err != nil {
 		return nil, err

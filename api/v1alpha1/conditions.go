@@ -63,10 +63,14 @@ const (
 	ReasonDependencyNotReady = "DependencyNotReady"
 	ReasonRetriesExceeded    = "RetriesExceeded"
 	ReasonRetryOnFailure     = "RetryOnFailure"
-	ReasonProgressing        = "Progressing"
-	ReasonReconcileError     = "ReconcileError"
-	ReasonKubeConfigError    = "KubeConfigError"
-	ReasonAccessDenied       = "AccessDenied"
+	// ReasonRolloutQueued: the release waits in the rollout queue for a
+	// slot before its Helm action starts, so that its timeout measures its
+	// own rollout (--max-concurrent-rollouts, docs/performance.md).
+	ReasonRolloutQueued   = "RolloutQueued"
+	ReasonProgressing     = "Progressing"
+	ReasonReconcileError  = "ReconcileError"
+	ReasonKubeConfigError = "KubeConfigError"
+	ReasonAccessDenied    = "AccessDenied"
 	// ReasonInvalidCELExpression (Flux's): a spec.healthCheckExprs
 	// expression does not compile, or cannot judge an object (it costs too
 	// much, or gives no bool); the release stalls until the spec changes.

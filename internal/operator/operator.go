@@ -64,6 +64,9 @@ type Options struct {
 	// HelmDefaults resolve the fields Flux v1.5/v1.6 added when a release
 	// leaves them unset (--feature-gates=UseHelm3Defaults).
 	HelmDefaults defaults.Defaults
+	// MaxConcurrentRollouts caps the HelmReleases rolling out at once
+	// (--max-concurrent-rollouts); 0 means pace.DefaultMax.
+	MaxConcurrentRollouts int
 }
 
 // WatchedKinds are the kinds whose informers must have synced before the
@@ -104,6 +107,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		ChartArtifactsDir:     opts.ChartArtifactsDir,
 		ChartFetch:            opts.ChartFetch,
 		HelmDefaults:          opts.HelmDefaults,
+		MaxConcurrentRollouts: opts.MaxConcurrentRollouts,
 	}); err != nil {
 		return fmt.Errorf("setting up the HelmRelease controller: %w", err)
 	}

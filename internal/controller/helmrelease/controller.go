@@ -17,6 +17,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/pace"
 )
 
 // ChartGetter returns the chart a HelmRelease asks for, the digest of its
@@ -53,6 +54,10 @@ type Options struct {
 	// HelmDefaults resolve the fields Flux v1.5/v1.6 added when a release
 	// leaves them unset (--feature-gates=UseHelm3Defaults).
 	HelmDefaults defaults.Defaults
+	// MaxConcurrentRollouts caps the releases rolling out at once
+	// (--max-concurrent-rollouts); the pacing adapts below it. 0 means
+	// pace.DefaultMax.
+	MaxConcurrentRollouts int
 }
 
 // Reconciler installs and keeps HelmReleases in sync with the
@@ -79,6 +84,8 @@ type Reconciler struct {
 	Metrics      *Metrics
 	// runs are the Helm runs going on outside the workers.
 	runs *runs
+	// pacer hands out rollout slots: a Helm action starts only with one.
+	pacer *pace.Pacer
 	// repoWatch re-queues the releases a change of their HelmRepository's
 	// index concerns.
 	repoWatch *repositoryWatch
@@ -111,6 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forgetRelease(req.Namespace, req.Name)
+			r.forgetRollout(req.NamespacedName)
 			r.repoWatch.Forget(req.NamespacedName)
 			r.runs.forget(req.NamespacedName)
 			r.Engine.ForgetCluster(req.String())

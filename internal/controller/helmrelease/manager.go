@@ -22,6 +22,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/pace"
 	"github.com/kraan-io/kraan-operator/internal/source"
 )
 
@@ -58,6 +59,8 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		Metrics:               metrics,
 		runs:                  newRuns(opts.MaxConcurrentReconciles),
 	}
+	r.pacer = pace.New(pace.Options{Max: opts.MaxConcurrentRollouts, OnTurn: r.runs.requeue})
+	r.runs.observeWait = r.observeRolloutWait
 	if r.Charts == nil {
 		charts, err := newSourceCharts(mgr, opts.ChartArtifactsDir, opts.ChartFetch)
 		if err != nil {

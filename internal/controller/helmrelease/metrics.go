@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/pace"
 )
 
 // Metrics are the operator's own series, on controller-runtime's registry so
@@ -14,6 +15,9 @@ import (
 type Metrics struct {
 	actionDuration *prometheus.HistogramVec
 	releaseReady   *prometheus.GaugeVec
+	// rollouts are the rollout pacing's releases by state (rolling,
+	// queued) and its limit (internal/pace).
+	rollouts *prometheus.GaugeVec
 }
 
 // NewMetrics creates the series and registers them with registerer (the
@@ -31,6 +35,10 @@ func NewMetrics(registerer prometheus.Registerer) (*Metrics, error) {
 		Name: "kraan_helmrelease_ready",
 		Help: "1 when the HelmRelease is Ready, 0 otherwise; the series goes away with the HelmRelease.",
 	}, []string{"namespace", "name"})
+	rollouts := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kraan_helmrelease_rollouts",
+		Help: "HelmReleases rolling out (state=rolling) and waiting in the rollout queue (state=queued), and how many may roll out at once (state=limit), adapted to what the cluster rolls out.",
+	}, []string{"state"})
 	// A second manager in one process (tests, benchmarks) shares the series
 	// already registered, as the AddonsLayer metrics do.
 	m := &Metrics{}
@@ -39,6 +47,9 @@ func NewMetrics(registerer prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.releaseReady, err = kit.Register(registerer, releaseReady); err != nil {
+		return nil, err
+	}
+	if m.rollouts, err = kit.Register(registerer, rollouts); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -67,4 +78,14 @@ func (m *Metrics) forgetRelease(namespace, name string) {
 	if m != nil {
 		m.releaseReady.DeleteLabelValues(namespace, name)
 	}
+}
+
+// setRollouts shows the rollout pacing's state.
+func (m *Metrics) setRollouts(s pace.Stats) {
+	if m == nil {
+		return
+	}
+	m.rollouts.WithLabelValues("rolling").Set(float64(s.Rolling))
+	m.rollouts.WithLabelValues("queued").Set(float64(s.Queued))
+	m.rollouts.WithLabelValues("limit").Set(float64(s.Limit))
 }

@@ -38,8 +38,12 @@ type runs struct {
 	idle     *time.Timer
 	// slots bounds the runs working (not waiting) at once.
 	slots chan struct{}
-	// ended re-queues a release whose run ended.
+	// ended re-queues a release whose run ended, or whose turn in the
+	// rollout queue came.
 	ended chan event.GenericEvent
+	// observeWait takes the duration of each wait of a run on the cluster
+	// (and the release's timeout) into the rollout pacing.
+	observeWait func(took, timeout time.Duration)
 }
 
 // run is one Engine.Run and what it was started for.
@@ -177,9 +181,19 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 	rs.mu.Unlock()
 	req := r.request
 	req.BeforeAction = func(ctx context.Context, action helm.Action) { progress.report(ctx, action) }
+	timeout := defaultWaitTimeout
+	if req.Spec != nil && req.Spec.Timeout != nil {
+		timeout = req.Spec.Timeout.Duration
+	}
 	req.Pause = func() func() {
+		began := time.Now()
 		<-rs.slots
-		return func() { rs.slots <- struct{}{} }
+		return func() {
+			rs.slots <- struct{}{}
+			if rs.observeWait != nil {
+				rs.observeWait(time.Since(began), timeout)
+			}
+		}
 	}
 	go func() {
 		rs.slots <- struct{}{}
@@ -192,10 +206,20 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 			rs.idle = time.AfterFunc(idleAfter, rs.freeMemoryIfIdle)
 		}
 		rs.mu.Unlock()
-		obj := &kraanv1.HelmRelease{}
-		obj.Namespace, obj.Name = r.key.Namespace, r.key.Name
-		rs.ended <- event.GenericEvent{Object: obj}
+		rs.requeue(r.key)
 	}()
+}
+
+// defaultWaitTimeout is Helm's timeout when the spec sets none; the rollout
+// pacing compares a wait with it.
+const defaultWaitTimeout = 5 * time.Minute
+
+// requeue has the release reconciled: its run ended, or its turn in the
+// rollout queue came.
+func (rs *runs) requeue(key types.NamespacedName) {
+	obj := &kraanv1.HelmRelease{}
+	obj.Namespace, obj.Name = key.Namespace, key.Name
+	rs.ended <- event.GenericEvent{Object: obj}
 }
 
 // freeMemoryIfIdle returns the memory of a wave of runs to the system when

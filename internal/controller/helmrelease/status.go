@@ -29,7 +29,8 @@ const logTailInMessage = 3
 func summaryFor(hr *kraanv1.HelmRelease) kit.Summary {
 	owned := []kit.Owned{
 		{Type: kraanv1.StalledCondition, Failing: metav1.ConditionTrue},
-		{Type: kraanv1.ReconcilingCondition, Failing: metav1.ConditionTrue, UnknownReasons: []string{kraanv1.ReasonProgressing}},
+		{Type: kraanv1.ReconcilingCondition, Failing: metav1.ConditionTrue,
+			UnknownReasons: []string{kraanv1.ReasonProgressing, kraanv1.ReasonRolloutQueued}},
 		{Type: kraanv1.RemediatedCondition, Failing: metav1.ConditionTrue},
 	}
 	if !helm.PolicyOf(&hr.Spec).IgnoreTestFailures {
@@ -79,6 +80,11 @@ func (r *Reconciler) reportProgress(ctx context.Context, sc *releaseScope, actio
 // transient errors back off.
 func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Result, err error) (ctrl.Result, error) {
 	hr := sc.hr
+	if sc.starting == nil && !sc.queued {
+		// Nothing to roll out now: the slot and the place in the queue go
+		// to the next release.
+		r.forgetRollout(ctrlKey(hr))
+	}
 	if sc.deleted {
 		return res, err
 	}

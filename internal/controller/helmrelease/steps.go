@@ -38,6 +38,8 @@ type releaseScope struct {
 	ran    bool
 	// starting is the run this reconcile starts, launched by finish.
 	starting *run
+	// queued is set when the run waits in the rollout queue for a slot.
+	queued bool
 
 	// suspended and deleted end the reconcile without a summary of their own.
 	suspended bool
@@ -191,6 +193,9 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ct
 	} else if r.inSync(ctx, sc) {
 		hr.Status.LastHandledReconcileAt = hr.Annotations[requestedAtAnnotation]
 		return ctrl.Result{}, nil
+	}
+	if err := r.admitRollout(sc); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.startRun(ctx, sc)
 	return ctrl.Result{}, nil

@@ -28,6 +28,9 @@ type Options struct {
 	// InstallCRDs installs the operator's and Flux's source CRDs
 	// (testenv.InstallCRDs, which reads KRAAN_SOURCE_CRDS).
 	InstallCRDs bool
+	// ControllerManagerArgs are added to the plane's kube-controller-manager
+	// flags (a throttled plane: --kube-api-qps).
+	ControllerManagerArgs []string
 	// Operator, when set, runs the operator's manager in the test process.
 	// Without it controller-runtime's logger is discarded: envtest's CRD
 	// installer logs through it, and the processes under test log to files.
@@ -123,7 +126,8 @@ func (s *Suite) start(o Options) error {
 	} else {
 		setOperatorLogger()
 	}
-	plane, err := localplane.Start(s.ctx, localplane.Options{Dir: os.Getenv("KRAAN_E2E_PLANE_DIR")})
+	plane, err := localplane.Start(s.ctx, localplane.Options{Dir: os.Getenv("KRAAN_E2E_PLANE_DIR"),
+		ControllerManagerArgs: o.ControllerManagerArgs})
 	if err != nil {
 		return err
 	}
