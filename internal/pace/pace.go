@@ -121,11 +121,22 @@ type Position struct {
 // again: it may run again before releasing it.
 func (p *Pacer) Admit(key types.NamespacedName) (bool, Position) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	admitted, at, turns := p.admit(key)
+	p.mu.Unlock()
+	p.announce(turns)
+	return admitted, at
+}
+
+// admit is Admit under the lock; it also returns the turns that expired
+// turns passed on to the releases behind.
+func (p *Pacer) admit(key types.NamespacedName) (bool, Position, []types.NamespacedName) {
 	if _, ok := p.holding[key]; ok {
-		return true, Position{}
+		return true, Position{}, nil
 	}
-	p.dropExpiredTurns()
+	var turns []types.NamespacedName
+	if p.dropExpiredTurns() {
+		turns = p.turns()
+	}
 	free := int(p.limit) - len(p.holding)
 	at := slices.IndexFunc(p.queue, func(t *ticket) bool { return t.key == key })
 	if free > 0 && (at >= 0 && at < free || at < 0 && len(p.queue) < free) {
@@ -133,18 +144,19 @@ func (p *Pacer) Admit(key types.NamespacedName) (bool, Position) {
 			p.queue = slices.Delete(p.queue, at, at+1)
 		}
 		p.holding[key] = struct{}{}
-		return true, Position{}
+		return true, Position{}, turns
 	}
 	if at < 0 {
 		at = len(p.queue)
 		p.queue = append(p.queue, &ticket{key: key})
 	}
-	return false, Position{Ahead: at, Rolling: len(p.holding), Limit: int(p.limit)}
+	return false, Position{Ahead: at, Rolling: len(p.holding), Limit: int(p.limit)}, turns
 }
 
 // dropExpiredTurns moves releases whose turn came turnExpiry ago to the end
-// of the queue, where a later turn finds them again.
-func (p *Pacer) dropExpiredTurns() {
+// of the queue, where a later turn finds them again; it says whether it
+// moved any.
+func (p *Pacer) dropExpiredTurns() bool {
 	now := p.opts.Now()
 	var expired []*ticket
 	p.queue = slices.DeleteFunc(p.queue, func(t *ticket) bool {
@@ -156,6 +168,7 @@ func (p *Pacer) dropExpiredTurns() {
 		return false
 	})
 	p.queue = append(p.queue, expired...)
+	return len(expired) > 0
 }
 
 // Release frees key's slot (its run ended) and gives the freed turns to the

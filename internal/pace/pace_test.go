@@ -85,6 +85,7 @@ func TestAdmit_ATurnNotTakenExpires(t *testing.T) {
 	clock.now = clock.now.Add(turnExpiry + time.Second)
 	ok, _ = p.Admit(release(2))
 	g.Expect(ok).To(BeTrue())
+	g.Expect(*turns).To(Equal([]types.NamespacedName{release(1), release(2)}), "the expired turn passed to the next")
 	_, pos := p.Admit(release(1))
 	g.Expect(pos.Ahead).To(Equal(0), "release 1 went to the end of the queue, not out of it")
 }
