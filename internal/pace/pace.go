@@ -11,8 +11,9 @@
 // The number of slots adapts, additive increase and multiplicative decrease
 // as TCP congestion control does: every rollout that ends without having
 // queued adds a slot; one that took much longer than the fastest rollouts
-// seen lately (or a good part of its timeout) means the cluster queues, and
-// the limit shrinks by a quarter, at most once per rollout time. The
+// seen lately (or a good part of its timeout) means something on its way
+// queues — the operator's own workers or the cluster's controllers — and the
+// limit shrinks by a quarter, at most once per rollout time. The
 // cluster's throughput is unchanged by the bound — a backlog does not roll
 // out faster — while each wait stays short and the operator's memory holds
 // a bounded number of runs.
@@ -213,8 +214,8 @@ func (p *Pacer) announce(turns []types.NamespacedName) {
 	}
 }
 
-// Observe takes the duration of one rollout wait (and its timeout, 0 for
-// none) into the limit: a rollout that did not queue adds a slot, one that
+// Observe takes the duration of one rollout, from its start to its end (and
+// its timeout, 0 for none), into the limit: a rollout that did not queue adds a slot, one that
 // queued takes a quarter away.
 func (p *Pacer) Observe(took, timeout time.Duration) {
 	p.mu.Lock()

@@ -60,7 +60,7 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		runs:                  newRuns(opts.MaxConcurrentReconciles),
 	}
 	r.pacer = pace.New(pace.Options{Max: opts.MaxConcurrentRollouts, OnTurn: r.runs.requeue})
-	r.runs.observeWait = r.observeRolloutWait
+	r.runs.observeRun = r.observeRun
 	if r.Charts == nil {
 		charts, err := newSourceCharts(mgr, opts.ChartArtifactsDir, opts.ChartFetch)
 		if err != nil {

@@ -38,8 +38,9 @@ func (r *Reconciler) forgetRollout(key types.NamespacedName) {
 	r.Metrics.setRollouts(r.pacer.Stats())
 }
 
-// observeRolloutWait takes one wait of a run on the cluster into the pacing.
-func (r *Reconciler) observeRolloutWait(took, timeout time.Duration) {
+// observeRun takes how long a run took, from its start to its end, into
+// the pacing.
+func (r *Reconciler) observeRun(took, timeout time.Duration) {
 	r.pacer.Observe(took, timeout)
 	r.Metrics.setRollouts(r.pacer.Stats())
 }

@@ -41,9 +41,11 @@ type runs struct {
 	// ended re-queues a release whose run ended, or whose turn in the
 	// rollout queue came.
 	ended chan event.GenericEvent
-	// observeWait takes the duration of each wait of a run on the cluster
-	// (and the release's timeout) into the rollout pacing.
-	observeWait func(took, timeout time.Duration)
+	// observeRun takes the duration of each run, from its start to its
+	// end, and the release's timeout into the rollout pacing: the queues a
+	// run meets on the way (the slots here, the cluster's controllers) all
+	// make it longer.
+	observeRun func(took, timeout time.Duration)
 }
 
 // run is one Engine.Run and what it was started for.
@@ -181,20 +183,15 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 	rs.mu.Unlock()
 	req := r.request
 	req.BeforeAction = func(ctx context.Context, action helm.Action) { progress.report(ctx, action) }
+	req.Pause = func() func() {
+		<-rs.slots
+		return func() { rs.slots <- struct{}{} }
+	}
 	timeout := defaultWaitTimeout
 	if req.Spec != nil && req.Spec.Timeout != nil {
 		timeout = req.Spec.Timeout.Duration
 	}
-	req.Pause = func() func() {
-		began := time.Now()
-		<-rs.slots
-		return func() {
-			rs.slots <- struct{}{}
-			if rs.observeWait != nil {
-				rs.observeWait(time.Since(began), timeout)
-			}
-		}
-	}
+	began := time.Now()
 	go func() {
 		rs.slots <- struct{}{}
 		result, err := runRecovering(ctx, engine, req)
@@ -206,12 +203,15 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 			rs.idle = time.AfterFunc(idleAfter, rs.freeMemoryIfIdle)
 		}
 		rs.mu.Unlock()
+		if rs.observeRun != nil {
+			rs.observeRun(time.Since(began), timeout)
+		}
 		rs.requeue(r.key)
 	}()
 }
 
 // defaultWaitTimeout is Helm's timeout when the spec sets none; the rollout
-// pacing compares a wait with it.
+// pacing compares a run with it.
 const defaultWaitTimeout = 5 * time.Minute
 
 // requeue has the release reconciled: its run ended, or its turn in the
