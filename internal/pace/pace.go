@@ -10,8 +10,8 @@
 //
 // The number of slots adapts, additive increase and multiplicative decrease
 // as TCP congestion control does: every rollout that ends without having
-// queued adds a slot; one that took much longer than the fastest rollouts
-// seen lately (or a good part of its timeout) means something on its way
+// queued adds a slot; one that took much longer than the fastest rollout
+// seen (or a good part of its timeout) means something on its way
 // queues — the operator's own workers or the cluster's controllers — and the
 // limit shrinks by a quarter, at most once per rollout time. The
 // cluster's throughput is unchanged by the bound — a backlog does not roll
@@ -53,9 +53,12 @@ const (
 	// initialLimit is where the limit starts; it grows by one per rollout
 	// that did not queue.
 	initialLimit = 16
-	// recentSamples is how many rollout durations the baseline (the
-	// fastest recent rollout) is taken from.
-	recentSamples = 64
+	// baselineDrift is how far the baseline (the fastest rollout) moves
+	// towards a slower one per rollout: slowly enough that a wave, whose
+	// rollouts all queue, does not make queueing the norm (five thousand
+	// rollouts move it two thirds of the way), fast enough that a cluster
+	// that became slower for good is learnt.
+	baselineDrift = 0.0002
 	// queuedFactor and queuedSlack: a rollout queued when it took longer
 	// than queuedFactor × baseline + queuedSlack.
 	queuedFactor = 3
@@ -77,9 +80,9 @@ type Pacer struct {
 	limit   float64
 	holding map[types.NamespacedName]struct{}
 	queue   []*ticket
-	// recent are the latest rollout durations, a ring of recentSamples.
-	recent       []time.Duration
-	next         int
+	// baseline is the fastest rollout seen, drifting slowly towards
+	// slower ones (baselineDrift); zero before the first.
+	baseline     time.Duration
 	lastDecrease time.Time
 }
 
@@ -219,13 +222,12 @@ func (p *Pacer) announce(turns []types.NamespacedName) {
 // queued takes a quarter away.
 func (p *Pacer) Observe(took, timeout time.Duration) {
 	p.mu.Lock()
-	if len(p.recent) < recentSamples {
-		p.recent = append(p.recent, took)
+	if p.baseline == 0 || took < p.baseline {
+		p.baseline = took
 	} else {
-		p.recent[p.next] = took
-		p.next = (p.next + 1) % recentSamples
+		p.baseline += time.Duration(float64(took-p.baseline) * baselineDrift)
 	}
-	baseline := slices.Min(p.recent)
+	baseline := p.baseline
 	queued := took > queuedFactor*baseline+queuedSlack || timeout > 0 && took > timeout/timeoutShare
 	now := p.opts.Now()
 	switch {

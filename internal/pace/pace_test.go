@@ -127,3 +127,21 @@ func TestObserve_GivesTheNewSlotsTurns(t *testing.T) {
 	p.Observe(time.Second, 0)
 	g.Expect(*turns).To(Equal([]types.NamespacedName{release(initialLimit)}), "the limit grew by one: the first queued release's turn")
 }
+
+func TestObserve_AWaveDoesNotMakeQueueingTheNorm_ASlowerClusterIsLearnt(t *testing.T) {
+	g := NewWithT(t)
+	p, _, clock := newTestPacer(Options{Min: 4, Max: 500})
+	p.Observe(2*time.Second, 5*time.Minute)
+	// Every rollout of a 500-release wave queues behind the others.
+	observe := func(n int) {
+		for range n {
+			clock.now = clock.now.Add(30 * time.Second)
+			p.Observe(20*time.Second, 5*time.Minute)
+		}
+	}
+	observe(500)
+	g.Expect(p.Stats().Limit).To(Equal(4), "the fastest rollout seen is still the measure")
+	// Thousands of rollouts later 20 s is what this cluster takes.
+	observe(5000)
+	g.Expect(p.Stats().Limit).To(BeNumerically(">", 100))
+}

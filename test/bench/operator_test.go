@@ -104,7 +104,7 @@ func (r *operatorRun) install(ctx context.Context) error {
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		r.op.sampleHeapPeak(sampling, filepath.Join(r.dir, fmt.Sprintf("heap-peak-%d.pprof", r.n)))
+		r.op.sampleHeapPeak(sampling, filepath.Join(r.dir, fmt.Sprintf("heap-peak-%d.pprof", r.n)), &r.res.Pacing)
 	}()
 	at, start, err := r.whileWatching(ctx, isReady, func(ctx context.Context) error {
 		return parallel(r.n, creators, func(i int) error {

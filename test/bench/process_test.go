@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/bench/report"
 	"github.com/kraan-io/kraan-operator/test/localplane"
 )
 
@@ -264,12 +265,13 @@ func (o *operatorProcess) kill() error { return o.proc.Kill() }
 // heapPeakSampleEvery is how often sampleHeapPeak looks at the heap.
 const heapPeakSampleEvery = 10 * time.Second
 
-// sampleHeapPeak looks at the process's heap every heapPeakSampleEvery until
-// ctx ends and writes the profile (and its text form) of the moment the heap
+// sampleHeapPeak looks at the process's heap and its rollout pacing every
+// heapPeakSampleEvery until ctx ends, keeps the pacing's highest values in
+// pacing, and writes the profile (and its text form) of the moment the heap
 // held the most spans to path: what the install wave keeps alive, which the
 // idle heap's fragmentation comes from. Sampling errors end it quietly: the
 // profile is a diagnosis, not a measurement.
-func (o *operatorProcess) sampleHeapPeak(ctx context.Context, path string) {
+func (o *operatorProcess) sampleHeapPeak(ctx context.Context, path string, pacing *report.Pacing) {
 	var peak float64
 	var profile, text []byte
 	ticker := time.NewTicker(heapPeakSampleEvery)
@@ -283,6 +285,11 @@ func (o *operatorProcess) sampleHeapPeak(ctx context.Context, path string) {
 			}
 			return
 		case <-ticker.C:
+		}
+		if m, err := o.scrape(ctx); err == nil {
+			pacing.MaxLimit = max(pacing.MaxLimit, m.sum("kraan_helmrelease_rollouts", map[string]string{"state": "limit"}))
+			pacing.MaxRolling = max(pacing.MaxRolling, m.sum("kraan_helmrelease_rollouts", map[string]string{"state": "rolling"}))
+			pacing.MaxQueued = max(pacing.MaxQueued, m.sum("kraan_helmrelease_rollouts", map[string]string{"state": "queued"}))
 		}
 		t, err := o.get(ctx, o.pprof+"/heap?debug=1")
 		if err != nil {

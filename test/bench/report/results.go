@@ -92,6 +92,16 @@ type Operator struct {
 	HelmActionsInstall float64   `json:"helmActionsInstall"`
 	Resync             Resync    `json:"resync"`
 	ColdStart          ColdStart `json:"coldStart"`
+	// Pacing is the most the rollout pacing showed during the install
+	// (kraan_helmrelease_rollouts, sampled every 10 s).
+	Pacing Pacing `json:"pacing"`
+}
+
+// Pacing are the highest values of the rollout pacing's gauges seen.
+type Pacing struct {
+	MaxLimit   float64 `json:"maxLimit"`
+	MaxRolling float64 `json:"maxRolling"`
+	MaxQueued  float64 `json:"maxQueued"`
 }
 
 // Requests counts API requests by kind ("LIST secrets", "PATCH

@@ -43,6 +43,8 @@ func systems(w io.Writer, s Size) {
 	fmt.Fprintf(w, "| %s | %s | %s | — | — | — | — | — | — | — | — |\n\n", label, secs(s.SDK.Seconds), ratio(s.SDK.Seconds, s.Raw.Seconds))
 	fmt.Fprintf(w, "Operator: RSS idle %.0f MiB = %.0f MiB anonymous (Go heap in use %.0f MiB) + %.0f MiB of the executable "+
 		"mapped from the page cache; ", op.IdleRSSMiB, op.IdleAnonMiB, op.IdleHeapMiB, op.IdleFileMiB)
+	fmt.Fprintf(w, "rollout pacing during the install: limit up to %.0f, up to %.0f rolling out and %.0f queued at once; ",
+		op.Pacing.MaxLimit, op.Pacing.MaxRolling, op.Pacing.MaxQueued)
 	fmt.Fprintf(w, "%.0f Helm actions while installing; idle CPU over %.0f s; resync took %s "+
 		"(%d new revisions); cold start: /readyz after %s, all confirmed Ready after %s (%.0f reconciles, "+
 		"%.0f Helm actions, %d new revisions, %.1f API requests / release; RSS then %.0f MiB, peak %.0f MiB).\n\n",
