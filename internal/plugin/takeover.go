@@ -133,7 +133,7 @@ func refuseWhileRunning(ctx context.Context, s *session) error {
 		return nil
 	}
 	slices.Sort(running)
-	return fmt.Errorf("Kraan's controller or helm-controller still runs and would act on the layers taken over: stop it first (%s), or pass --force",
+	return fmt.Errorf("kraan-controller or helm-controller still runs and would act on the layers taken over: stop it first (%s), or pass --force",
 		strings.Join(running, "; "))
 }
 

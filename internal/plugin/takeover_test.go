@@ -18,7 +18,7 @@ func layerDependingOn(name string, deps ...string) *kraanv1.AddonsLayer {
 
 func TestDependenciesFirst(t *testing.T) {
 	names := func(ls []*kraanv1.AddonsLayer) []string {
-		out := []string{}
+		out := make([]string, 0, len(ls))
 		for _, l := range ls {
 			out = append(out, l.Name)
 		}

@@ -27,7 +27,7 @@ func (r *Reconciler) admitRollout(sc *releaseScope) error {
 	}
 	sc.queued = true
 	return kit.Waiting(kraanv1.ReasonRolloutQueued, queuedRecheck, fmt.Errorf(
-		"Waiting for a rollout slot: %d releases ahead in the queue, %d rolling out (at most %d at once, adapted to how fast the cluster rolls out; --max-concurrent-rollouts caps it)",
+		"waiting for a rollout slot: %d releases ahead in the queue, %d rolling out (at most %d at once, adapted to how fast the cluster rolls out; --max-concurrent-rollouts caps it)",
 		at.Ahead, at.Rolling, at.Limit))
 }
 

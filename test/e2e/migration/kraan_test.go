@@ -185,7 +185,7 @@ func writeKraanStatus(t *testing.T, l *kraanv1.AddonsLayer, revision string, obj
 func controllerDeployments(t *testing.T) []*appsv1.Deployment {
 	t.Helper()
 	ns := suite.NewNamespace(t, k8s, "gotk-system")
-	var out []*appsv1.Deployment
+	out := make([]*appsv1.Deployment, 0, 2)
 	for name, image := range map[string]string{
 		"kraan-controller": "docker.pkg.github.com/fidelity/kraan/kraan-controller:v0.3.52",
 		"helm-controller":  "ghcr.io/fluxcd/helm-controller:v1.4.5",
