@@ -165,9 +165,10 @@ func (rs *runs) failuresOf(key types.NamespacedName, attempt string) (helm.Failu
 // on the object: a quick action is reported once, when it ends, which saves
 // a status write per release; a long one shows what it does while it runs.
 // Paced runs of a wave take up to 3 × the fastest run + 5 s
-// (internal/pace): 15 s lets most of them end unreported, so a release that
-// waited in the rollout queue costs no more writes than one that did not.
-const progressDelay = 15 * time.Second
+// (internal/pace), some 20 s on a busy cluster: 30 s lets them end
+// unreported, so a release that waited in the rollout queue (one status
+// write) costs no more writes than one that did not.
+const progressDelay = 30 * time.Second
 
 // idleAfter is how long after the last run of a wave ended the memory its
 // runs used (charts, manifests, Helm's clients) is handed back to the
