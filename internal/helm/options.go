@@ -28,6 +28,10 @@ func timeoutOf(spec *kraanv1.HelmReleaseSpec, action *metav1.Duration) time.Dura
 	}
 }
 
+// TimeoutOf is the timeout of the release's actions that set none of
+// their own: spec.timeout, else Helm's 5m.
+func TimeoutOf(spec *kraanv1.HelmReleaseSpec) time.Duration { return timeoutOf(spec, nil) }
+
 // PolicyOf reads the test and remediation policy from spec, with Flux's
 // defaults: no retries, upgrade failures remediated by rollback, and the last
 // upgrade failure remediated only when retries were asked for.

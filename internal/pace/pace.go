@@ -80,6 +80,9 @@ type Pacer struct {
 	limit   float64
 	holding map[types.NamespacedName]struct{}
 	queue   []*ticket
+	// queued are the keys of queue: every reconcile that starts no run
+	// calls Forget, which must not scan the queue for a key not in it.
+	queued map[types.NamespacedName]struct{}
 	// baseline is the fastest rollout seen, drifting slowly towards
 	// slower ones (baselineDrift); zero before the first.
 	baseline     time.Duration
@@ -108,7 +111,7 @@ func New(opts Options) *Pacer {
 		opts.OnTurn = func(types.NamespacedName) {}
 	}
 	return &Pacer{opts: opts, limit: float64(min(max(initialLimit, opts.Min), opts.Max)),
-		holding: map[types.NamespacedName]struct{}{}}
+		holding: map[types.NamespacedName]struct{}{}, queued: map[types.NamespacedName]struct{}{}}
 }
 
 // Position is where a release that was not admitted stands.
@@ -142,10 +145,14 @@ func (p *Pacer) admit(key types.NamespacedName) (bool, Position, []types.Namespa
 		turns = p.turns()
 	}
 	free := int(p.limit) - len(p.holding)
-	at := slices.IndexFunc(p.queue, func(t *ticket) bool { return t.key == key })
+	at := -1
+	if _, ok := p.queued[key]; ok {
+		at = slices.IndexFunc(p.queue, func(t *ticket) bool { return t.key == key })
+	}
 	if free > 0 && (at >= 0 && at < free || at < 0 && len(p.queue) < free) {
 		if at >= 0 {
 			p.queue = slices.Delete(p.queue, at, at+1)
+			delete(p.queued, key)
 		}
 		p.holding[key] = struct{}{}
 		return true, Position{}, turns
@@ -153,6 +160,7 @@ func (p *Pacer) admit(key types.NamespacedName) (bool, Position, []types.Namespa
 	if at < 0 {
 		at = len(p.queue)
 		p.queue = append(p.queue, &ticket{key: key})
+		p.queued[key] = struct{}{}
 	}
 	return false, Position{Ahead: at, Rolling: len(p.holding), Limit: int(p.limit)}, turns
 }
@@ -190,7 +198,10 @@ func (p *Pacer) Release(key types.NamespacedName) {
 func (p *Pacer) Forget(key types.NamespacedName) {
 	p.mu.Lock()
 	delete(p.holding, key)
-	p.queue = slices.DeleteFunc(p.queue, func(t *ticket) bool { return t.key == key })
+	if _, ok := p.queued[key]; ok {
+		p.queue = slices.DeleteFunc(p.queue, func(t *ticket) bool { return t.key == key })
+		delete(p.queued, key)
+	}
 	turns := p.turns()
 	p.mu.Unlock()
 	p.announce(turns)

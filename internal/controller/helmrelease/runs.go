@@ -191,10 +191,7 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 		<-rs.slots
 		return func() { rs.slots <- struct{}{} }
 	}
-	timeout := defaultWaitTimeout
-	if req.Spec != nil && req.Spec.Timeout != nil {
-		timeout = req.Spec.Timeout.Duration
-	}
+	timeout := helm.TimeoutOf(req.Spec)
 	began := time.Now()
 	go func() {
 		rs.slots <- struct{}{}
@@ -213,10 +210,6 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 		rs.requeue(r.key)
 	}()
 }
-
-// defaultWaitTimeout is Helm's timeout when the spec sets none; the rollout
-// pacing compares a run with it.
-const defaultWaitTimeout = 5 * time.Minute
 
 // requeue has the release reconciled: its run ended, or its turn in the
 // rollout queue came.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -241,7 +242,7 @@ func writesOf(t *testing.T, m *migration, layers ...*kraanv1.AddonsLayer) writes
 		hr := &helmv2.HelmRelease{}
 		NewWithT(t).Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(o), hr)).To(Succeed())
 		for _, f := range hr.ManagedFields {
-			if !strings.Contains(strings.Join(w.managers[o.GetName()], ","), f.Manager) {
+			if !slices.Contains(w.managers[o.GetName()], f.Manager) {
 				w.managers[o.GetName()] = append(w.managers[o.GetName()], f.Manager)
 			}
 		}
