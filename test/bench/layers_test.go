@@ -141,7 +141,7 @@ type layerTimes struct {
 // deployLayers creates the layers, dependents first (they wait, as in the
 // soak), and waits until all are Deployed, recording the times of each.
 func deployLayers(ctx context.Context, c client.WithWatch, res *report.Layers) error {
-	ctx, cancel := context.WithTimeout(ctx, phaseTimeout)
+	ctx, cancel := context.WithTimeout(ctx, minPhaseTimeout)
 	defer cancel()
 	times := &layerTimes{first: map[string]time.Time{}, deployed: map[string]time.Time{}}
 	releasesCtx, stopReleases := context.WithCancel(ctx)

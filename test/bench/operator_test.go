@@ -28,10 +28,17 @@ const (
 	// creators create the HelmReleases in parallel, so that n of them
 	// exist "at once" rather than at the pace of one client.
 	creators = 8
-	// phaseTimeout bounds each waiting phase; the bench reports, it does
-	// not judge, but it must end.
-	phaseTimeout = 45 * time.Minute
+	// minPhaseTimeout bounds each waiting phase at small sizes; the bench
+	// reports, it does not judge, but it must end.
+	minPhaseTimeout = 45 * time.Minute
 )
+
+// phaseTimeout bounds a waiting phase of n releases: at least
+// minPhaseTimeout, and 0.6 s per release above that (the local plane rolls
+// out about 4 releases a second; 10,000 take ~40 min raw).
+func phaseTimeout(n int) time.Duration {
+	return max(minPhaseTimeout, time.Duration(n)*600*time.Millisecond)
+}
 
 // operatorRun is one size's operator measurement in progress.
 type operatorRun struct {
@@ -136,7 +143,7 @@ func (r *operatorRun) install(ctx context.Context) error {
 // returns when act started and when done first held for all n of them.
 func (r *operatorRun) whileWatching(ctx context.Context, done func(client.Object) bool,
 	act func(context.Context) error) (at, start time.Time, err error) {
-	ctx, cancel := context.WithTimeout(ctx, phaseTimeout)
+	ctx, cancel := context.WithTimeout(ctx, phaseTimeout(r.n))
 	defer cancel()
 	result := make(chan watchResult, 1)
 	go func() {
@@ -255,7 +262,7 @@ func (r *operatorRun) coldStart(ctx context.Context) error {
 	r.op = op // the killed one needs no stopping
 	cs := &r.res.ColdStart
 	cs.ReadyzSeconds = r.op.readyz.Sub(r.op.started).Seconds()
-	ctx, cancel := context.WithTimeout(ctx, phaseTimeout)
+	ctx, cancel := context.WithTimeout(ctx, phaseTimeout(r.n))
 	defer cancel()
 	controller := map[string]string{"controller": "helmrelease"}
 	for {
@@ -282,7 +289,7 @@ func (r *operatorRun) coldStart(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not confirmed after %v (%.0f reconciles): %w", phaseTimeout, cs.Reconciles, ctx.Err())
+			return fmt.Errorf("not confirmed after %v (%.0f reconciles): %w", phaseTimeout(r.n), cs.Reconciles, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

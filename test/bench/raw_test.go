@@ -88,7 +88,7 @@ func applyRaw(ctx context.Context, c client.WithWatch, namespace string, release
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return report.Raw{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, phaseTimeout(len(releases)))
 	defer cancel()
 	deployments, applied := 0, 0
 	for _, objs := range releases {

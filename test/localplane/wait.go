@@ -162,12 +162,12 @@ func (p *Plane) waitForWorkloads(ctx context.Context) error {
 // keeps the capacity given here. The well-known labels let manifests with
 // the usual os/arch node affinity schedule onto it. Its pods run nothing, so
 // it takes far more than a real node's 110 pods: the benchmark installs
-// hundreds of releases on it.
+// up to 10,000 releases twice (raw, then the operator) and keeps both.
 func fakeNode() *corev1.Node {
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("1000"),
 		corev1.ResourceMemory: resource.MustParse("4Ti"),
-		corev1.ResourcePods:   resource.MustParse("5000"),
+		corev1.ResourcePods:   resource.MustParse("25000"),
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
