@@ -141,7 +141,7 @@ test-e2e: $(ASSETS) source-controller helm-controller olm-tools ## Run the end-t
 # installs side by side; then 4 chained layers × 10 releases. Results go to
 # bin/bench/ (results.json, results-<n>.json, tables.md, bench.svg).
 bench: $(ASSETS) source-controller ## Benchmark raw apply, the operator and sequential Helm SDK side by side (KRAAN_BENCH_RELEASES="100 1000").
-	KRAAN_BENCH_RELEASES="$${KRAAN_BENCH_RELEASES:-100 1000}" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./test/bench/
+	KRAAN_BENCH_RELEASES="$${KRAAN_BENCH_RELEASES:-100 1000}" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 600m ./test/bench/
 
 # The full soak (test/e2e/soak, docs/operations.md): `go test ./...` runs its
 # short version. KRAAN_SOAK_SEED, KRAAN_SOAK_KILLS, KRAAN_SOAK_APISERVER_RESTARTS,
