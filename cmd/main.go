@@ -168,6 +168,7 @@ func startManager(ctx context.Context, opts *options) error {
 		Watches: chartKinds, WatchNamespaces: opts.namespaces(),
 		RecordKeySecret: opts.recordKeySecret(), HelmDefaults: opts.helmDefaults,
 		MaxConcurrentRollouts: opts.maxConcurrentRollouts,
+		HelmRunGracePeriod:    opts.helmRunGracePeriod,
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}

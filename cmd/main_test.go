@@ -37,7 +37,7 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 	// -kubeconfig on flag.CommandLine); none may show up unless we declare them.
 	g.Expect(names).To(Equal([]string{
 		"chart-cache-size", "concurrent", "data-path", "default-service-account", "default-source-namespace",
-		"feature-gates", "graceful-shutdown-timeout", "health-probe-bind-address", "index-cache-size", "kubeconfig", "leader-elect",
+		"feature-gates", "graceful-shutdown-timeout", "health-probe-bind-address", "helm-run-grace-period", "index-cache-size", "kubeconfig", "leader-elect",
 		"leader-election-lease-duration", "leader-election-namespace", "leader-election-renew-deadline",
 		"leader-election-retry-period", "log-format", "log-level", "max-chart-size", "max-concurrent-rollouts", "max-index-size",
 		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-retry-delay", "metrics-bind-address",
@@ -122,6 +122,9 @@ func TestRun_BadFlags_ExitWithUsageError(t *testing.T) {
 		{"--max-oci-tags=0"}, {"--max-oci-tag-pages=0"},
 		{"--metrics-cert-dir=/nonexistent"}, // would silently serve a self-signed certificate
 		{"--metrics-cert-dir=.", "--metrics-secure=false"},
+		{"--helm-run-grace-period=-1s"},
+		{"--helm-run-grace-period=30s"}, // not below the default --graceful-shutdown-timeout: the manager would not wait
+		{"--helm-run-grace-period=40s", "--graceful-shutdown-timeout=35s"},
 	} {
 		var out bytes.Buffer
 		g := NewWithT(t)

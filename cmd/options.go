@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kraan-io/kraan-operator/internal/controller/helmrelease"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
@@ -42,6 +43,7 @@ type options struct {
 	gracefulShutdown        time.Duration
 	concurrent              int
 	maxConcurrentRollouts   int
+	helmRunGracePeriod      time.Duration
 	minRetryDelay           time.Duration
 	maxRetryDelay           time.Duration
 	logFormat               string
@@ -107,6 +109,8 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 	fs.IntVar(&opts.concurrent, "concurrent", 4, "Number of concurrent reconciles per kind.")
 	fs.IntVar(&opts.maxConcurrentRollouts, "max-concurrent-rollouts", pace.DefaultMax,
 		"Most HelmReleases rolling out at once. Below it the number adapts to how fast the cluster rolls out: a Helm action starts only with a slot, so its timeout measures its own rollout, never the queue.")
+	fs.DurationVar(&opts.helmRunGracePeriod, "helm-run-grace-period", helmrelease.DefaultRunGracePeriod,
+		"How long, once the operator is told to stop, the Helm actions in flight get to finish before it exits. Within --graceful-shutdown-timeout; a run cut anyway leaves its revision pending for the next leader to resume.")
 	fs.DurationVar(&opts.minRetryDelay, "min-retry-delay", kit.DefaultMinRetryDelay,
 		"The first delay before an object whose reconcile failed transiently is retried; it doubles on every failure.")
 	fs.DurationVar(&opts.maxRetryDelay, "max-retry-delay", kit.DefaultMaxRetryDelay,
@@ -214,36 +218,46 @@ func parseOptionsEnv(args []string, output io.Writer, lookup func(string) (strin
 	if opts.fromEnv, err = setFlagsFromEnv(fs, lookup); err != nil {
 		return nil, err
 	}
-	if opts.minRetryDelay <= 0 || opts.maxRetryDelay < opts.minRetryDelay {
-		return nil, fmt.Errorf("--min-retry-delay must be above 0 and at most --max-retry-delay, got %s and %s",
-			opts.minRetryDelay, opts.maxRetryDelay)
-	}
-	if opts.requeueDependency <= 0 {
-		return nil, fmt.Errorf("--requeue-dependency must be above 0, got %s", opts.requeueDependency)
-	}
-	if _, err := opts.labelSelector(); err != nil {
-		return nil, err
-	}
-	if opts.chartFetch.MaxTags < 1 || opts.chartFetch.MaxTagPages < 1 {
-		return nil, fmt.Errorf("%s and %s must be at least 1, got %d and %d", chart.FlagMaxTags, chart.FlagMaxTagPages,
-			opts.chartFetch.MaxTags, opts.chartFetch.MaxTagPages)
-	}
-	if opts.concurrent < 1 {
-		return nil, fmt.Errorf("--concurrent must be at least 1, got %d", opts.concurrent)
-	}
-	if opts.maxConcurrentRollouts < 1 {
-		return nil, fmt.Errorf("--max-concurrent-rollouts must be at least 1, got %d", opts.maxConcurrentRollouts)
-	}
-	if err := opts.checkLeaderElection(); err != nil {
-		return nil, err
-	}
-	if err := opts.checkMetricsCert(); err != nil {
-		return nil, err
-	}
-	if _, err := opts.zapOptions(); err != nil {
+	if err := opts.check(); err != nil {
 		return nil, err
 	}
 	return opts, nil
+}
+
+// check rejects values the operator could not run with, naming the flags.
+func (o *options) check() error {
+	if o.minRetryDelay <= 0 || o.maxRetryDelay < o.minRetryDelay {
+		return fmt.Errorf("--min-retry-delay must be above 0 and at most --max-retry-delay, got %s and %s",
+			o.minRetryDelay, o.maxRetryDelay)
+	}
+	if o.requeueDependency <= 0 {
+		return fmt.Errorf("--requeue-dependency must be above 0, got %s", o.requeueDependency)
+	}
+	if _, err := o.labelSelector(); err != nil {
+		return err
+	}
+	if o.chartFetch.MaxTags < 1 || o.chartFetch.MaxTagPages < 1 {
+		return fmt.Errorf("%s and %s must be at least 1, got %d and %d", chart.FlagMaxTags, chart.FlagMaxTagPages,
+			o.chartFetch.MaxTags, o.chartFetch.MaxTagPages)
+	}
+	if o.concurrent < 1 {
+		return fmt.Errorf("--concurrent must be at least 1, got %d", o.concurrent)
+	}
+	if o.maxConcurrentRollouts < 1 {
+		return fmt.Errorf("--max-concurrent-rollouts must be at least 1, got %d", o.maxConcurrentRollouts)
+	}
+	if o.helmRunGracePeriod < 0 || o.helmRunGracePeriod >= o.gracefulShutdown {
+		return fmt.Errorf("--helm-run-grace-period must be at least 0 and below --graceful-shutdown-timeout (%s), got %s",
+			o.gracefulShutdown, o.helmRunGracePeriod)
+	}
+	if err := o.checkLeaderElection(); err != nil {
+		return err
+	}
+	if err := o.checkMetricsCert(); err != nil {
+		return err
+	}
+	_, err := o.zapOptions()
+	return err
 }
 
 // checkLeaderElection rejects timings client-go's leader election would

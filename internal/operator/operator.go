@@ -67,6 +67,9 @@ type Options struct {
 	// MaxConcurrentRollouts caps the HelmReleases rolling out at once
 	// (--max-concurrent-rollouts); 0 means pace.DefaultMax.
 	MaxConcurrentRollouts int
+	// HelmRunGracePeriod is how long Helm actions in flight may finish once
+	// the operator stops (--helm-run-grace-period).
+	HelmRunGracePeriod time.Duration
 }
 
 // WatchedKinds are the kinds whose informers must have synced before the
@@ -108,6 +111,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		ChartFetch:            opts.ChartFetch,
 		HelmDefaults:          opts.HelmDefaults,
 		MaxConcurrentRollouts: opts.MaxConcurrentRollouts,
+		RunGracePeriod:        opts.HelmRunGracePeriod,
 	}); err != nil {
 		return fmt.Errorf("setting up the HelmRelease controller: %w", err)
 	}

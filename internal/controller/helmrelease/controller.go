@@ -58,6 +58,17 @@ type Options struct {
 	// (--max-concurrent-rollouts); the pacing adapts below it. 0 means
 	// pace.DefaultMax.
 	MaxConcurrentRollouts int
+	// RunGracePeriod is how long Helm actions in flight may finish once the
+	// operator stops (--helm-run-grace-period); 0 means
+	// DefaultRunGracePeriod.
+	RunGracePeriod time.Duration
+}
+
+func (o Options) runGracePeriod() time.Duration {
+	if o.RunGracePeriod <= 0 {
+		return DefaultRunGracePeriod
+	}
+	return o.RunGracePeriod
 }
 
 // Reconciler installs and keeps HelmReleases in sync with the

@@ -57,10 +57,13 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		HelmDefaults:          opts.HelmDefaults,
 		DependencyRequeue:     opts.DependencyRequeueOrDefault(),
 		Metrics:               metrics,
-		runs:                  newRuns(opts.MaxConcurrentReconciles),
+		runs:                  newRuns(opts.MaxConcurrentReconciles, opts.runGracePeriod()),
 	}
 	r.pacer = pace.New(pace.Options{Max: opts.MaxConcurrentRollouts, OnTurn: r.runs.requeue})
 	r.runs.observeRun = r.observeRun
+	if err := mgr.Add(r.runs.lifecycle); err != nil {
+		return fmt.Errorf("adding the Helm runs' shutdown: %w", err)
+	}
 	if r.Charts == nil {
 		charts, err := newSourceCharts(mgr, opts.ChartArtifactsDir, opts.ChartFetch)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -41,6 +42,9 @@ type runs struct {
 	// ended re-queues a release whose run ended, or whose turn in the
 	// rollout queue came.
 	ended chan event.GenericEvent
+	// lifecycle stops starting runs when the operator stops, and lets
+	// those in flight finish first.
+	lifecycle *runLifecycle
 	// observeRun takes the duration of each run, from its start to its
 	// end, and the release's timeout into the rollout pacing: the queues a
 	// run meets on the way (the slots here, the cluster's controllers) all
@@ -80,13 +84,14 @@ type recordedFailures struct {
 // 10 releases, 4 slots spread their applies over 0.7 s, 8 over 0.4 s.
 const slotsPerWorker = 2
 
-func newRuns(concurrency int) *runs {
+func newRuns(concurrency int, grace time.Duration) *runs {
 	return &runs{
-		byKey:   map[types.NamespacedName]*run{},
-		failed:  map[types.NamespacedName]recordedFailures{},
-		written: map[types.NamespacedName]string{},
-		slots:   make(chan struct{}, slotsPerWorker*max(concurrency, 1)),
-		ended:   make(chan event.GenericEvent, 1024),
+		lifecycle: newRunLifecycle(grace),
+		byKey:     map[types.NamespacedName]*run{},
+		failed:    map[types.NamespacedName]recordedFailures{},
+		written:   map[types.NamespacedName]string{},
+		slots:     make(chan struct{}, slotsPerWorker*max(concurrency, 1)),
+		ended:     make(chan event.GenericEvent, 1024),
 	}
 }
 
@@ -176,8 +181,14 @@ const progressDelay = 30 * time.Second
 const idleAfter = 5 * time.Second
 
 // launch runs r in a goroutine of its own. progress is where the run reports
-// the action it is in; the end of the run re-queues the release.
+// the action it is in; the end of the run re-queues the release. Once the
+// operator stops it starts nothing: the release's status says the action is
+// about to start, which the next leader does.
 func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progress *progressReporter) {
+	if !rs.lifecycle.enter() {
+		ctrl.LoggerFrom(ctx).Info("Not starting a Helm run: the operator is stopping")
+		return
+	}
 	rs.mu.Lock()
 	rs.byKey[r.key] = r
 	rs.inFlight++
@@ -194,9 +205,17 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 	timeout := helm.TimeoutOf(req.Spec)
 	began := time.Now()
 	go func() {
-		rs.slots <- struct{}{}
-		result, err := runRecovering(ctx, engine, req)
-		<-rs.slots
+		defer rs.lifecycle.leave()
+		var (
+			result helm.Result
+			err    error
+		)
+		if rs.takeSlot() {
+			result, err = runRecovering(ctx, engine, req)
+			<-rs.slots
+		} else {
+			err = errStoppedBeforeRun // nothing done: the next leader runs it
+		}
 		progress.stop()
 		rs.mu.Lock()
 		r.finished, r.result, r.err = true, result, err
@@ -204,19 +223,42 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 			rs.idle = time.AfterFunc(idleAfter, rs.freeMemoryIfIdle)
 		}
 		rs.mu.Unlock()
-		if rs.observeRun != nil {
+		if rs.observeRun != nil && !errors.Is(err, errStoppedBeforeRun) {
 			rs.observeRun(time.Since(began), timeout)
 		}
 		rs.requeue(r.key)
 	}()
 }
 
+// takeSlot waits for a slot to work in; false when the operator stops first.
+func (rs *runs) takeSlot() bool {
+	select {
+	case <-rs.lifecycle.stopped:
+		return false
+	default:
+	}
+	select {
+	case rs.slots <- struct{}{}:
+		return true
+	case <-rs.lifecycle.stopped:
+		return false
+	}
+}
+
+// errStoppedBeforeRun ends a run the operator's stop caught waiting for a
+// slot: no Helm action began.
+var errStoppedBeforeRun = errors.New("the operator stopped before the Helm run began")
+
 // requeue has the release reconciled: its run ended, or its turn in the
 // rollout queue came.
 func (rs *runs) requeue(key types.NamespacedName) {
 	obj := &kraanv1.HelmRelease{}
 	obj.Namespace, obj.Name = key.Namespace, key.Name
-	rs.ended <- event.GenericEvent{Object: obj}
+	select {
+	case rs.ended <- event.GenericEvent{Object: obj}:
+	case <-rs.lifecycle.stopped:
+		// The controller reads no more: the next leader reconciles it.
+	}
 }
 
 // freeMemoryIfIdle returns the memory of a wave of runs to the system when

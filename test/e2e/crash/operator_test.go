@@ -19,18 +19,18 @@ const operatorLogTail = 80
 // (/readyz). Leader election may still hold it back: a Lease left by a killed
 // predecessor expires first. When the test ends the process is stopped, if
 // still running, and a failed test prints the tail of its log.
-func startOperator(t *testing.T, name string) *suite.RunningOperator {
+func startOperator(t *testing.T, name string, args ...string) *suite.RunningOperator {
 	t.Helper()
 	op, err := suite.StartOperator(t.Context(), suite.OperatorProcess{
 		Name:       name,
 		Binary:     operatorBinary,
 		Kubeconfig: kubeconfig,
 		Dir:        t.TempDir(),
-		Args: []string{
+		Args: append([]string{
 			"--leader-elect",
 			"--leader-election-namespace=" + leaseNamespace,
 			"--log-level=debug", // Helm's own log: what it was waiting for when killed
-		},
+		}, args...),
 	})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
@@ -64,10 +64,7 @@ type kill struct {
 func killMidOperation(t *testing.T, op *suite.RunningOperator, ns string, gated gate, revision int, status string) kill {
 	t.Helper()
 	g := NewWithT(t)
-	g.Eventually(func(g Gomega) {
-		g.Expect(helmRevisions(g, ns)).To(HaveKeyWithValue(revision, status))
-		g.Expect(deployment(g, ns).Spec.Template.Spec.NodeSelector).To(HaveKey(string(gated)))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	waitMidOperation(t, ns, gated, revision, status)
 	k := kill{holder: leaseHolder(g), at: time.Now()}
 	g.Expect(op.Kill()).To(Succeed())
 	return k
@@ -88,4 +85,15 @@ func recoverAfter(t *testing.T, ns string, gated gate, k kill) *kraanv1.HelmRele
 	hr := readyAt(t, ns)
 	t.Logf("Ready at generation %d %v after the kill", hr.Generation, time.Since(k.at).Round(time.Millisecond))
 	return hr
+}
+
+// waitMidOperation waits until Helm storage shows the release's revision
+// with status (pending-install, pending-upgrade) and the gated Deployment is
+// applied: Helm waits for pods that cannot be scheduled until the gate opens.
+func waitMidOperation(t *testing.T, ns string, gated gate, revision int, status string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(helmRevisions(g, ns)).To(HaveKeyWithValue(revision, status))
+		g.Expect(deployment(g, ns).Spec.Template.Spec.NodeSelector).To(HaveKey(string(gated)))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }

@@ -1,0 +1,75 @@
+package helmrelease
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// stopLifecycle cancels the manager's context of l and returns a channel
+// closed when l's Start returned.
+func stopLifecycle(l *runLifecycle) <-chan struct{} {
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() {
+		_ = l.Start(ctx)
+		close(returned)
+	}()
+	cancel()
+	return returned
+}
+
+func TestRunLifecycle_StopWaitsForTheRunsInFlight(t *testing.T) {
+	g := NewWithT(t)
+	l := newRunLifecycle(time.Hour)
+	g.Expect(l.enter()).To(BeTrue())
+	returned := stopLifecycle(l)
+	g.Eventually(l.stopped).Should(BeClosed())
+	g.Expect(l.enter()).To(BeFalse(), "a run started after the stop began")
+	g.Consistently(returned, 200*time.Millisecond).ShouldNot(BeClosed(), "the stop did not wait for the run in flight")
+	l.leave()
+	g.Eventually(returned).Should(BeClosed())
+}
+
+func TestRunLifecycle_StopEndsAfterTheGracePeriod(t *testing.T) {
+	g := NewWithT(t)
+	l := newRunLifecycle(50 * time.Millisecond)
+	g.Expect(l.enter()).To(BeTrue())
+	g.Eventually(stopLifecycle(l)).Should(BeClosed(), "the stop waited past its grace period")
+	l.leave() // the run ends after the stop: nothing waits for it any more
+}
+
+func TestRunLifecycle_StopWithNoRunReturnsAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	l := newRunLifecycle(time.Hour)
+	g.Eventually(stopLifecycle(l)).Should(BeClosed())
+	g.Expect(l.NeedLeaderElection()).To(BeTrue())
+}
+
+// A run waiting for a slot when the operator stops gives up without
+// starting, and its re-queue, which nobody reads any more, does not block.
+func TestRuns_StopCancelsRunsWaitingForASlot(t *testing.T) {
+	g := NewWithT(t)
+	rs := newRuns(1, time.Hour)
+	for range cap(rs.slots) {
+		rs.slots <- struct{}{}
+	}
+	for range cap(rs.ended) {
+		rs.requeue(types.NamespacedName{Namespace: "ns", Name: "filler"})
+	}
+	took := make(chan bool, 1)
+	go func() { took <- rs.takeSlot() }()
+	g.Consistently(took, 100*time.Millisecond).ShouldNot(Receive())
+	stopLifecycle(rs.lifecycle)
+	g.Eventually(took).Should(Receive(BeFalse()))
+	g.Expect(rs.takeSlot()).To(BeFalse(), "a slot was handed out after the stop")
+	requeued := make(chan struct{})
+	go func() {
+		rs.requeue(types.NamespacedName{Namespace: "ns", Name: "r"})
+		close(requeued)
+	}()
+	g.Eventually(requeued).Should(BeClosed(), "a re-queue after the stop blocked")
+}
