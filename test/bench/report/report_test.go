@@ -71,3 +71,20 @@ func TestPlot_noReleaseCounts(t *testing.T) {
 	err := report.Plot(report.Results{}, filepath.Join(t.TempDir(), "bench.svg"))
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("nothing to plot")))
 }
+
+func TestMerge_SizesOfSeveralRunsInOrder_TheLaterRunWins(t *testing.T) {
+	g := NewWithT(t)
+	small, big := results(), results()
+	big.Layers = nil
+	big.Machine.Commit = "fedcba9876543210"
+	big.Sizes = []report.Size{{Releases: 10000}, {Releases: 1000, Raw: report.Raw{Seconds: 1}}}
+	m := report.Merge(small, big)
+	var sizes []int
+	for _, s := range m.Sizes {
+		sizes = append(sizes, s.Releases)
+	}
+	g.Expect(sizes).To(Equal([]int{100, 1000, 10000}))
+	g.Expect(m.Sizes[1].Raw.Seconds).To(Equal(1.0), "the earlier run's 1000 was kept")
+	g.Expect(m.Machine.Commit).To(Equal("fedcba9876543210"))
+	g.Expect(m.Layers).To(Equal(small.Layers), "a run without layers dropped the earlier run's")
+}

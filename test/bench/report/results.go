@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 )
 
 // Results are everything one `make bench` run measured.
@@ -194,4 +195,29 @@ func Read(path string) (Results, error) {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
+}
+
+// Merge combines the results of several runs of one machine into one: the
+// sizes of all (a size measured twice keeps the later run's), the machine and
+// layers of the last. The curve of docs/performance.md spans runs: a
+// 10,000-release run takes hours, the small sizes are measured apart.
+func Merge(runs ...Results) Results {
+	var out Results
+	bySize := map[int]int{}
+	for _, r := range runs {
+		out.Machine = r.Machine
+		if r.Layers != nil {
+			out.Layers = r.Layers
+		}
+		for _, s := range r.Sizes {
+			if i, ok := bySize[s.Releases]; ok {
+				out.Sizes[i] = s
+				continue
+			}
+			bySize[s.Releases] = len(out.Sizes)
+			out.Sizes = append(out.Sizes, s)
+		}
+	}
+	sort.Slice(out.Sizes, func(i, j int) bool { return out.Sizes[i].Releases < out.Sizes[j].Releases })
+	return out
 }
