@@ -38,6 +38,30 @@ const (
 	DriftedCondition = "Drifted"
 )
 
+// AddonsLayer condition reasons, equal to the event reasons. ArtifactFailed
+// is the HelmRelease's reason too: a source artifact that could not be
+// fetched or verified.
+const (
+	ReasonOnHold            = "OnHold"
+	ReasonSourceNotReady    = "SourceNotReady"
+	ReasonArtifactFetched   = "ArtifactFetched"
+	ReasonPathNotFound      = "PathNotFound"
+	ReasonRenderFailed      = "RenderFailed"
+	ReasonHandoverFailed    = "HandoverFailed"
+	ReasonK8sVersionNotMet  = "K8sVersionNotMet"
+	ReasonDependencyCycle   = "DependencyCycle"
+	ReasonInvalidDependency = "InvalidDependency"
+	ReasonOwnershipConflict = "OwnershipConflict"
+	ReasonApplyFailed       = "ApplyFailed"
+	ReasonHealthCheckFailed = "HealthCheckFailed"
+	ReasonPruneFailed       = "PruneFailed"
+	ReasonDeleting          = "Deleting"
+	ReasonPrerequisitesMet  = "PrerequisitesMet"
+	// ReasonDeployed is the reason of a Deployed layer's conditions: the
+	// word of its state (DeployedState) and condition (DeployedCondition).
+	ReasonDeployed = DeployedState
+)
+
 // Finalizer is put on AddonsLayers and HelmReleases so that deletion uninstalls
 // and prunes what they own before the object goes away. Kraan's finalizer name is
 // kept so that objects created by Kraan are cleaned up the same way.

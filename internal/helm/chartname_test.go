@@ -51,14 +51,14 @@ func TestEngine_Run_chartNameChange(t *testing.T) {
 			kept := liveConfigMap(g, env.Client, ns, "kept")
 			g.Expect(kept.Data).To(HaveKeyWithValue("chart", "second"))
 			var actions []Action
-			for _, s := range res.Steps {
+			for _, s := range res.Taken {
 				g.Expect(s.Err).NotTo(HaveOccurred())
 				actions = append(actions, s.Action)
 			}
 			if tc.reinstall {
 				g.Expect(actions).To(Equal([]Action{ActionUninstall, ActionInstall}))
-				g.Expect(res.Steps[0].Detail).To(ContainSubstring("the chart changed from first to second"))
-				g.Expect(res.Steps[0].Reinstall).To(BeTrue(), "the uninstall would read as a remediation")
+				g.Expect(res.Taken[0].Detail).To(ContainSubstring("the chart changed from first to second"))
+				g.Expect(res.Taken[0].Reinstall).To(BeTrue(), "the uninstall would read as a remediation")
 				g.Expect(kept.UID).NotTo(Equal(keptUID), "the object was not created anew")
 				return
 			}

@@ -198,7 +198,7 @@ rules: []
 			res, err := engine.Run(context.Background(), req)
 			// Refused when rendering, Run fails; refused when created, the
 			// install failed and was remediated: its step says why.
-			for _, step := range res.Steps {
+			for _, step := range res.Taken {
 				err = errors.Join(err, step.Err)
 			}
 			var oob *OutOfBoundsError

@@ -138,7 +138,7 @@ func installEachWay(t *testing.T, templates map[string]string,
 				}
 				res, err := engine.Run(context.Background(), req)
 				g.Expect(err).NotTo(HaveOccurred())
-				for _, step := range res.Steps {
+				for _, step := range res.Taken {
 					g.Expect(step.Err).NotTo(HaveOccurred())
 				}
 				check(g, env.Client, ns, strategy, pr.name != "none")

@@ -60,8 +60,8 @@ type Request struct {
 	ReinstallOnChartNameChange bool
 }
 
-// Step is one Helm action the engine took.
-type Step struct {
+// ActionTaken is one Helm action the engine took in a run.
+type ActionTaken struct {
 	Action   Action
 	Err      error
 	Duration time.Duration
@@ -78,8 +78,8 @@ type Step struct {
 
 // Result is what Run did and what storage holds afterwards.
 type Result struct {
-	Steps []Step
-	// Next is the action planned after the last step: ActionNone when the
+	Taken []ActionTaken
+	// Next is the action planned after the last one taken: ActionNone when the
 	// release is in sync, ActionStalled when retries are exhausted.
 	Next     Action
 	Failures Failures
@@ -139,19 +139,19 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		if err := retryLater(req, policy, obs, res.Next); err != nil {
 			return res, err
 		}
-		step, installed := e.take(ctx, cfg, req, obs, res.Next)
-		if step.Err == nil && installed != nil && obs.Latest == nil {
+		taken, installed := e.take(ctx, cfg, req, obs, res.Next)
+		if taken.Err == nil && installed != nil && obs.Latest == nil {
 			// A first install: storage holds what Helm returned, nothing else.
 			obs, known = Observation{Latest: installed}, true
 		}
 		force = false
-		step.LogTail = logs.lines()
-		step.Err = req.Redactor.Error(step.Err)
-		res.Steps = append(res.Steps, step)
-		if step.Err == nil {
+		taken.LogTail = logs.lines()
+		taken.Err = req.Redactor.Error(taken.Err)
+		res.Taken = append(res.Taken, taken)
+		if taken.Err == nil {
 			continue
 		}
-		if stop, err := e.afterFailure(cfg, req, policy, obs, step, &res); stop {
+		if stop, err := e.afterFailure(cfg, req, policy, obs, taken, &res); stop {
 			return res, err
 		}
 	}
@@ -191,28 +191,28 @@ func reinstallDetail(req Request, obs Observation) string {
 		obs.Latest.Chart.Metadata.Name, req.Desired.Chart.Metadata.Name)
 }
 
-// afterFailure looks at storage after a failed step, counts the failure when
+// afterFailure looks at storage after a failed taken, counts the failure when
 // it was a failed release, and says whether the run stops here, with which
 // error.
-func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Policy, obs Observation, step Step, res *Result) (bool, error) {
+func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Policy, obs Observation, taken ActionTaken, res *Result) (bool, error) {
 	after, err := observe(cfg, req.Target.ReleaseName)
 	if err != nil {
 		return true, err
 	}
 	unchanged := sameRevision(obs.Latest, after.Latest)
-	if !unchanged || step.Action == ActionTest {
+	if !unchanged || taken.Action == ActionTest {
 		// A failed release counts against the retries. A failed test is
 		// one too: Helm records it on the revision's hooks, which leaves its
 		// version and status as they were.
-		res.Failures = countFailure(res.Failures, step.Action, obs)
+		res.Failures = countFailure(res.Failures, taken.Action, obs)
 	}
 	var unjudgeable *rollout.HealthCheckError
-	if errors.As(step.Err, &unjudgeable) {
+	if errors.As(taken.Err, &unjudgeable) {
 		// A health check expression cannot judge an object of the release:
 		// neither remediation nor a retry helps until the expression
 		// changes, which the caller reports.
 		res.Latest = after.Latest
-		return true, step.Err
+		return true, taken.Err
 	}
 	if unchanged {
 		// Otherwise nothing changed in storage (denied, invalid chart, the API
@@ -220,11 +220,11 @@ func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Pol
 		// Flux; retrying now would fail the same way, so the controller
 		// backs off.
 		res.Latest = after.Latest
-		return true, step.Err
+		return true, taken.Err
 	}
 	if wait := retryWait(after, req.Desired.Matches, policy, time.Now()); wait > 0 {
 		res.Latest = after.Latest
-		return true, &RetryLater{After: wait, Err: step.Err}
+		return true, &RetryLater{After: wait, Err: taken.Err}
 	}
 	return false, nil
 }
@@ -261,14 +261,14 @@ func retryLater(req Request, policy Policy, obs Observation, next Action) error 
 // take takes the planned action. An unlock becomes a resume when the
 // interrupted action can be finished by waiting (resumable), and is an unlock
 // again when the action had not applied its objects.
-func (e *Engine) take(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, next Action) (Step, *release.Release) {
+func (e *Engine) take(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, next Action) (ActionTaken, *release.Release) {
 	if next == ActionUnlock {
 		if how, ok := resumable(req, obs); ok {
 			if req.BeforeAction != nil {
 				req.BeforeAction(ctx, ActionResume)
 			}
-			if step := e.resumeStep(cfg, req, obs, how); !errors.Is(step.Err, errNotApplied) {
-				return step, nil
+			if taken := e.resumeAction(cfg, req, obs, how); !errors.Is(taken.Err, errNotApplied) {
+				return taken, nil
 			}
 		}
 	}
@@ -278,18 +278,18 @@ func (e *Engine) take(ctx context.Context, cfg *action.Configuration, req Reques
 	return e.act(ctx, cfg, req, obs, next)
 }
 
-// resumeStep finishes an interrupted install or upgrade (resume).
-func (e *Engine) resumeStep(cfg *action.Configuration, req Request, obs Observation, how resumption) Step {
+// resumeAction finishes an interrupted install or upgrade (resume).
+func (e *Engine) resumeAction(cfg *action.Configuration, req Request, obs Observation, how resumption) ActionTaken {
 	start := time.Now()
 	detail, err := e.resume(cfg, obs, how)
 	if err != nil {
 		err = fmt.Errorf("%s of release %s/%s failed: %w", how.action, req.Target.StorageNamespace, req.Target.ReleaseName, err)
 	}
-	return Step{Action: how.action, Err: err, Duration: time.Since(start), Detail: detail}
+	return ActionTaken{Action: how.action, Err: err, Duration: time.Since(start), Detail: detail}
 }
 
 // act runs one action; an install returns the release it made.
-func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, next Action) (Step, *release.Release) {
+func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, next Action) (ActionTaken, *release.Release) {
 	start := time.Now()
 	labels := req.Desired.labels()
 	var detail string
@@ -326,7 +326,7 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 	if err != nil || installed == nil || installed.Info == nil || installed.Info.Status != rcommon.StatusDeployed {
 		installed = nil
 	}
-	return Step{Action: next, Err: err, Duration: time.Since(start), Detail: detail, Reinstall: reinstall}, installed
+	return ActionTaken{Action: next, Err: err, Duration: time.Since(start), Detail: detail, Reinstall: reinstall}, installed
 }
 
 // install applies the chart's CRDs as the spec says, then installs.

@@ -57,13 +57,13 @@ func TestEngine_Run_recoversInterruptedOperations(t *testing.T) {
 
 			res, err := engine.Run(ctx, req)
 			g.Expect(err).NotTo(HaveOccurred())
-			actions := make([]Action, 0, len(res.Steps))
-			for _, s := range res.Steps {
+			actions := make([]Action, 0, len(res.Taken))
+			for _, s := range res.Taken {
 				g.Expect(s.Err).NotTo(HaveOccurred())
 				actions = append(actions, s.Action)
 			}
 			g.Expect(actions).To(Equal([]Action{ActionUnlock, ActionUpgrade}))
-			g.Expect(res.Steps[0].Detail).To(And(ContainSubstring("revision %d", pending), ContainSubstring(status.String())))
+			g.Expect(res.Taken[0].Detail).To(And(ContainSubstring("revision %d", pending), ContainSubstring(status.String())))
 			g.Expect(res.Next).To(Equal(ActionNone))
 
 			stored, err := cfg.Releases.History("app")

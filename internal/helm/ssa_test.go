@@ -94,7 +94,7 @@ func TestEngine_Run_keepsTheApplyMethodOfRecordsItRewrites(t *testing.T) {
 
 	res, err := engine.Run(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res.Steps).To(BeEmpty(), "adopted, not upgraded")
+	g.Expect(res.Taken).To(BeEmpty(), "adopted, not upgraded")
 	adopted := recordsOf(g, engine, req)[1]
 	g.Expect(adopted.ApplyMethod).To(Equal(string(release.ApplyMethodServerSideApply)))
 	g.Expect(adopted.Labels).To(HaveKey(RecordSignatureLabel))
@@ -103,8 +103,8 @@ func TestEngine_Run_keepsTheApplyMethodOfRecordsItRewrites(t *testing.T) {
 	interruptInstall(g, engine, req)
 	res, err = engine.Run(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res.Steps).NotTo(BeEmpty())
-	g.Expect(res.Steps[0].Action).To(Equal(ActionUnlock))
+	g.Expect(res.Taken).NotTo(BeEmpty())
+	g.Expect(res.Taken[0].Action).To(Equal(ActionUnlock))
 	unlocked := recordsOf(g, engine, req)[1]
 	g.Expect(unlocked.Labels).To(HaveKey(InterruptedLabel))
 	g.Expect(unlocked.ApplyMethod).To(Equal(string(release.ApplyMethodServerSideApply)))

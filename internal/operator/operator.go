@@ -140,7 +140,8 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 // completes the chart-backed Habitat kind.
 func setupChartBacked(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 	for _, w := range opts.Watches {
-		chartOpts := chartbacked.Options{ControllerOptions: opts.ControllerOptions, DefaultServiceAccount: opts.DefaultServiceAccount}
+		chartOpts := chartbacked.Options{ControllerOptions: opts.ControllerOptions, DefaultServiceAccount: opts.DefaultServiceAccount,
+			ExtraConditions: chartConditions[w.GroupVersionKind()]}
 		if err := chartbacked.Setup(mgr, engine, w, chartOpts); err != nil {
 			return fmt.Errorf("setting up the chart-backed %s controller: %w", w.String(), err)
 		}
@@ -149,6 +150,12 @@ func setupChartBacked(mgr ctrl.Manager, engine *helm.Engine, opts Options) error
 		return fmt.Errorf("setting up the Habitat controller: %w", err)
 	}
 	return nil
+}
+
+// chartConditions are the conditions the Go half of a hybrid kind writes
+// that its chart-backed controller counts towards Ready.
+var chartConditions = map[schema.GroupVersionKind][]kit.Owned{
+	habitatv1.GroupVersion.WithKind(habitatv1.Kind): habitat.ChartConditions,
 }
 
 // chartBackedKinds are the kinds of watches.yaml: a layer waits for their

@@ -132,24 +132,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // removes the finalizer.
 func (r *Reconciler) reconcileDelete(ctx context.Context, sc *layerScope) *halt {
 	if !controllerutil.ContainsFinalizer(sc.layer, kraanv1.Finalizer) {
-		return &halt{state: kraanv1.PruningState, reason: reasonDeleting, message: "AddonsLayer is being deleted"}
+		return &halt{state: kraanv1.PruningState, reason: kraanv1.ReasonDeleting, message: "AddonsLayer is being deleted"}
 	}
 	pending, until, err := r.releaseAll(ctx, sc, nil)
 	if err != nil {
-		return failed(reasonPruneFailed, err)
+		return failed(kraanv1.ReasonPruneFailed, err)
 	}
 	if len(pending) > 0 {
 		sc.inventory = pending
-		return &halt{state: kraanv1.PruningState, reason: reasonDeleting, requeue: until.Sub(sc.now) + time.Second,
+		return &halt{state: kraanv1.PruningState, reason: kraanv1.ReasonDeleting, requeue: until.Sub(sc.now) + time.Second,
 			message: fmt.Sprintf("AddonsLayer is being deleted: %d objects are released and pruned at %s unless another layer adopts them",
 				len(pending), until.UTC().Format(time.RFC3339))}
 	}
 	base := sc.layer.DeepCopy()
 	controllerutil.RemoveFinalizer(sc.layer, kraanv1.Finalizer)
 	if err := r.Patch(ctx, sc.layer, client.MergeFrom(base)); err != nil {
-		return failed(reasonPruneFailed, fmt.Errorf("removing finalizer: %w", err))
+		return failed(kraanv1.ReasonPruneFailed, fmt.Errorf("removing finalizer: %w", err))
 	}
 	r.Metrics.forget(sc.layer.Name)
 	sc.deleted = true
-	return &halt{state: kraanv1.PruningState, reason: reasonDeleting, message: "AddonsLayer deleted, its objects were pruned or adopted"}
+	return &halt{state: kraanv1.PruningState, reason: kraanv1.ReasonDeleting, message: "AddonsLayer deleted, its objects were pruned or adopted"}
 }

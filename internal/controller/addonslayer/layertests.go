@@ -42,7 +42,7 @@ func (r *Reconciler) reconcileLayerTests(ctx context.Context, sc *layerScope) *h
 	for i, test := range sc.tests {
 		h, err := r.Applier.TestHealthOf(ctx, test)
 		if err != nil {
-			return failed(reasonApplyFailed, err)
+			return failed(kraanv1.ReasonApplyFailed, err)
 		}
 		setResourceStatus(&sc.inventory[offset+i], h, sc.now)
 		if h.Failed {
@@ -66,7 +66,7 @@ func (r *Reconciler) startTestRun(ctx context.Context, sc *layerScope, run strin
 		manifest.StampLayerTestRun(test, run)
 		ready, err := r.Applier.PrepareTestRun(ctx, test)
 		if err != nil {
-			return failed(reasonApplyFailed, err)
+			return failed(kraanv1.ReasonApplyFailed, err)
 		}
 		if !ready && restarting == "" {
 			restarting = apply.Describe(test)

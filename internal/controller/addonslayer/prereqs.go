@@ -37,7 +37,7 @@ func (r *Reconciler) reconcileHold(ctx context.Context, sc *layerScope) *halt {
 	if n > 0 {
 		r.event(sc, "Suspended", "Suspended %d HelmRelease(s) due to hold", n)
 	}
-	return &halt{state: kraanv1.HoldState, reason: reasonOnHold, message: "AddonsLayer is on hold, preventing execution"}
+	return &halt{state: kraanv1.HoldState, reason: kraanv1.ReasonOnHold, message: "AddonsLayer is on hold, preventing execution"}
 }
 
 // setHeldReleasesSuspended suspends (hold) or resumes (unhold) the layer's
@@ -107,7 +107,7 @@ func (r *Reconciler) reconcilePrerequisites(ctx context.Context, sc *layerScope)
 		setLayerCondition(sc.layer, kraanv1.PrerequisitesMetCondition, false, h.reason, h.message)
 		return h
 	}
-	setLayerCondition(sc.layer, kraanv1.PrerequisitesMetCondition, true, reasonPrerequisitesMet, "prerequisites are met")
+	setLayerCondition(sc.layer, kraanv1.PrerequisitesMetCondition, true, kraanv1.ReasonPrerequisitesMet, "prerequisites are met")
 	return nil
 }
 
@@ -117,7 +117,7 @@ func (r *Reconciler) checkK8sVersion(sc *layerScope) *halt {
 	}
 	v, err := r.Discovery.ServerVersion()
 	if err != nil {
-		return &halt{state: kraanv1.K8sVersionState, reason: reasonK8sVersion, requeue: sc.layer.Spec.Interval.Duration,
+		return &halt{state: kraanv1.K8sVersionState, reason: kraanv1.ReasonK8sVersionNotMet, requeue: sc.layer.Spec.Interval.Duration,
 			message: "failed to obtain cluster api server version, " + err.Error()}
 	}
 	met, msg := layer.CheckK8sVersion(v.GitVersion, sc.layer.Spec.Prereqs.K8sVersion)
@@ -125,7 +125,7 @@ func (r *Reconciler) checkK8sVersion(sc *layerScope) *halt {
 		return nil
 	}
 	// The server does not upgrade itself under us often: check again each interval.
-	return &halt{state: kraanv1.K8sVersionState, reason: reasonK8sVersion, message: msg, requeue: sc.layer.Spec.Interval.Duration}
+	return &halt{state: kraanv1.K8sVersionState, reason: kraanv1.ReasonK8sVersionNotMet, message: msg, requeue: sc.layer.Spec.Interval.Duration}
 }
 
 // checkCycle builds the graph of every layer's dependsOn; a cycle is a
@@ -146,7 +146,7 @@ func (r *Reconciler) checkCycle(ctx context.Context, sc *layerScope) *halt {
 	}
 	nodes = append(nodes, layer.Node{Name: sc.layer.Name, DependsOn: sc.layer.Spec.Prereqs.DependsOn})
 	if cycle := layer.NewGraph(nodes).CycleOf(sc.layer.Name); cycle != nil {
-		return stalledFailure(reasonDependencyCycle, layer.CycleMessage(cycle))
+		return stalledFailure(kraanv1.ReasonDependencyCycle, layer.CycleMessage(cycle))
 	}
 	return nil
 }
@@ -154,7 +154,7 @@ func (r *Reconciler) checkCycle(ctx context.Context, sc *layerScope) *halt {
 func (r *Reconciler) checkDependencies(ctx context.Context, sc *layerScope) *halt {
 	deps, err := layer.ParseDependencies(sc.layer.Spec.Prereqs.DependsOn)
 	if err != nil {
-		return stalledFailure(reasonInvalidDependency, err.Error())
+		return stalledFailure(kraanv1.ReasonInvalidDependency, err.Error())
 	}
 	var lookupErr error
 	met, msg := layer.CheckDependencies(deps, func(name string) *layer.DependencyState {

@@ -126,26 +126,26 @@ func conditionMessage(c *metav1.Condition) string {
 func (r *Reconciler) reconcileSource(ctx context.Context, sc *layerScope) *halt {
 	obs, err := r.observeSource(ctx, r.Client, sc.layer)
 	if err != nil {
-		return r.sourceFailed(sc, reasonSourceNotReady, failed(reasonSourceNotReady, err))
+		return r.sourceFailed(sc, kraanv1.ReasonSourceNotReady, failed(kraanv1.ReasonSourceNotReady, err))
 	}
 	if obs.artifact == nil {
-		h := &halt{state: kraanv1.PendingState, reason: reasonSourceNotReady, message: obs.message,
+		h := &halt{state: kraanv1.PendingState, reason: kraanv1.ReasonSourceNotReady, message: obs.message,
 			requeue: sc.layer.Spec.Interval.Duration}
-		return r.sourceFailed(sc, reasonSourceNotReady, h)
+		return r.sourceFailed(sc, kraanv1.ReasonSourceNotReady, h)
 	}
 	art := source.FromFlux(obs.artifact)
 	root, err := r.Store.Fetch(ctx, art)
 	if err != nil {
 		if artifactUnusable(err) {
-			return r.sourceFailed(sc, reasonArtifactFailed, stalledFailure(reasonArtifactFailed, err.Error()))
+			return r.sourceFailed(sc, kraanv1.ReasonArtifactFailed, stalledFailure(kraanv1.ReasonArtifactFailed, err.Error()))
 		}
-		h := &halt{state: kraanv1.FailedState, reason: reasonArtifactFailed, requeue: sc.layer.Spec.Interval.Duration,
+		h := &halt{state: kraanv1.FailedState, reason: kraanv1.ReasonArtifactFailed, requeue: sc.layer.Spec.Interval.Duration,
 			message: "AddonsLayer failed, " + err.Error()}
-		return r.sourceFailed(sc, reasonArtifactFailed, h)
+		return r.sourceFailed(sc, kraanv1.ReasonArtifactFailed, h)
 	}
 	skipped, err := r.Store.SkippedLinks(art)
 	if err != nil {
-		return r.sourceFailed(sc, reasonArtifactFailed, failed(reasonArtifactFailed, err))
+		return r.sourceFailed(sc, kraanv1.ReasonArtifactFailed, failed(kraanv1.ReasonArtifactFailed, err))
 	}
 	links := skippedLinksIn(skipped, sc.layer.Spec.Source.Path)
 	dir, err := source.ResolvePath(root, sc.layer.Spec.Source.Path)
@@ -158,13 +158,13 @@ func (r *Reconciler) reconcileSource(ctx context.Context, sc *layerScope) *halt 
 		if links.pathIsLink {
 			msg += " (it is a symbolic link in the artifact, and links are skipped)"
 		}
-		return r.sourceFailed(sc, reasonPathNotFound, stalledFailure(reasonPathNotFound, msg))
+		return r.sourceFailed(sc, kraanv1.ReasonPathNotFound, stalledFailure(kraanv1.ReasonPathNotFound, msg))
 	}
 	if links.warning != "" {
 		sc.warnings = append(sc.warnings, links.warning)
 	}
 	sc.revision, sc.root, sc.dir = art.Revision, root, dir
-	setLayerCondition(sc.layer, kraanv1.SourceReadyCondition, true, reasonFetched, "fetched revision "+art.Revision)
+	setLayerCondition(sc.layer, kraanv1.SourceReadyCondition, true, kraanv1.ReasonArtifactFetched, "fetched revision "+art.Revision)
 	return nil
 }
 

@@ -16,27 +16,6 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/redact"
 )
 
-// AddonsLayer condition reasons, equal to the event reasons.
-const (
-	reasonOnHold            = "OnHold"
-	reasonSourceNotReady    = "SourceNotReady"
-	reasonArtifactFailed    = "ArtifactFailed"
-	reasonPathNotFound      = "PathNotFound"
-	reasonRenderFailed      = "RenderFailed"
-	reasonHandoverFailed    = "HandoverFailed"
-	reasonK8sVersion        = "K8sVersionNotMet"
-	reasonDependencyCycle   = "DependencyCycle"
-	reasonInvalidDependency = "InvalidDependency"
-	reasonOwnershipConflict = "OwnershipConflict"
-	reasonApplyFailed       = "ApplyFailed"
-	reasonHealthCheckFailed = "HealthCheckFailed"
-	reasonPruneFailed       = "PruneFailed"
-	reasonDeleting          = "Deleting"
-	reasonDeployed          = "Deployed"
-	reasonPrerequisitesMet  = "PrerequisitesMet"
-	reasonFetched           = "ArtifactFetched"
-)
-
 // Requeue delays. Watches trigger most reconciles; these are the fallbacks.
 const (
 	// healthPollInterval re-checks objects while Applying: kinds other than
@@ -148,7 +127,7 @@ func deployed(sc *layerScope) *halt {
 	for _, w := range sc.warnings {
 		msg += "; warning: " + w
 	}
-	return &halt{state: kraanv1.DeployedState, reason: reasonDeployed, message: msg, requeue: requeue}
+	return &halt{state: kraanv1.DeployedState, reason: kraanv1.ReasonDeployed, message: msg, requeue: requeue}
 }
 
 // summarize writes the outcome into the status: state, version, revision,

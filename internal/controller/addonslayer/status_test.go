@@ -42,7 +42,7 @@ func checkLayerReady(t *testing.T, held bool, stalled, reconciling, deployed met
 	}
 	h := &halt{state: kraanv1.ApplyingState, reason: "HaltReason", message: "halt message"}
 	if held {
-		h.state, h.reason = kraanv1.HoldState, reasonOnHold
+		h.state, h.reason = kraanv1.HoldState, kraanv1.ReasonOnHold
 	}
 	setReadyCondition(obj, h)
 	ready := apimeta.FindStatusCondition(obj.Status.Conditions, kraanv1.ReadyCondition)
@@ -51,7 +51,7 @@ func checkLayerReady(t *testing.T, held bool, stalled, reconciling, deployed met
 	var wantReason string
 	switch {
 	case held:
-		wantReason = reasonOnHold
+		wantReason = kraanv1.ReasonOnHold
 	case stalled == metav1.ConditionTrue:
 		wantReason = kraanv1.StalledCondition + "True"
 	case reconciling == metav1.ConditionTrue:

@@ -31,7 +31,7 @@ func (r *Reconciler) reconcileRender(_ context.Context, sc *layerScope) *halt {
 		Root: sc.root, Layer: sc.layer.Name, Version: sc.layer.Spec.Version, Shard: sc.layer.Labels[manifest.ShardLabel],
 	})
 	if err != nil {
-		return stalledFailure(reasonRenderFailed, fmt.Sprintf("revision %s: %v", sc.revision, err))
+		return stalledFailure(kraanv1.ReasonRenderFailed, fmt.Sprintf("revision %s: %v", sc.revision, err))
 	}
 	sc.redactor.AddObjects(res.Objects)
 	manifest.SortForApply(res.Objects)
@@ -49,7 +49,7 @@ func (r *Reconciler) reconcileHandover(ctx context.Context, sc *layerScope) *hal
 	defined := sc.defined()
 	released, until, err := r.releaseAll(ctx, sc, defined)
 	if err != nil {
-		return failed(reasonHandoverFailed, err)
+		return failed(kraanv1.ReasonHandoverFailed, err)
 	}
 	adopted, err := r.Applier.AdoptAll(ctx, sc.layer.Name, defined)
 	for i, obj := range defined {
@@ -58,7 +58,7 @@ func (r *Reconciler) reconcileHandover(ctx context.Context, sc *layerScope) *hal
 		}
 	}
 	if err != nil {
-		return failed(reasonHandoverFailed, err)
+		return failed(kraanv1.ReasonHandoverFailed, err)
 	}
 	sc.inventory = append(desiredInventory(sc), released...)
 	sc.pruneAt = until
@@ -162,10 +162,10 @@ func (r *Reconciler) apply(ctx context.Context, sc *layerScope) *halt {
 func applyFailure(err error) *halt {
 	var conflict *apply.OwnershipConflictError
 	if errors.As(err, &conflict) {
-		return &halt{state: kraanv1.FailedState, reason: reasonOwnershipConflict,
+		return &halt{state: kraanv1.FailedState, reason: kraanv1.ReasonOwnershipConflict,
 			message: "AddonsLayer failed, " + conflict.Error(), requeue: conflictRetry}
 	}
-	return failed(reasonApplyFailed, err)
+	return failed(kraanv1.ReasonApplyFailed, err)
 }
 
 // applyingSince is when the wait for the objects' health began: now when this
@@ -173,7 +173,7 @@ func applyFailure(err error) *halt {
 func applyingSince(sc *layerScope, changed bool) time.Time {
 	c := apimeta.FindStatusCondition(sc.layer.Status.Conditions, kraanv1.DeployedCondition)
 	waiting := c != nil && c.Status == metav1.ConditionFalse &&
-		(c.Reason == kraanv1.ReasonProgressing || c.Reason == reasonHealthCheckFailed)
+		(c.Reason == kraanv1.ReasonProgressing || c.Reason == kraanv1.ReasonHealthCheckFailed)
 	if changed || !waiting {
 		return sc.now
 	}
@@ -186,7 +186,7 @@ func applyingSince(sc *layerScope, changed bool) time.Time {
 func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) *halt {
 	health, err := r.Applier.HealthOfAll(ctx, sc.objects)
 	if err != nil {
-		return failed(reasonApplyFailed, err)
+		return failed(kraanv1.ReasonApplyFailed, err)
 	}
 	if sc.applySkipped && slices.ContainsFunc(health, func(h apply.Health) bool { return h.Reason == apply.NotFound }) {
 		// An object was deleted since it was applied: re-create it now, and
@@ -199,7 +199,7 @@ func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) *ha
 				continue
 			}
 			if health[i], err = r.Applier.HealthOf(ctx, sc.objects[i]); err != nil {
-				return failed(reasonApplyFailed, err)
+				return failed(kraanv1.ReasonApplyFailed, err)
 			}
 		}
 	}
@@ -221,7 +221,7 @@ func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) *ha
 // the layer started applying, the layer is Failed, and it keeps checking.
 func waitOrTimeout(sc *layerScope, waitingFor string) *halt {
 	if waited := sc.now.Sub(sc.applyingSince); waited > sc.layer.Spec.Timeout.Duration {
-		return &halt{state: kraanv1.FailedState, reason: reasonHealthCheckFailed, requeue: healthPollInterval,
+		return &halt{state: kraanv1.FailedState, reason: kraanv1.ReasonHealthCheckFailed, requeue: healthPollInterval,
 			message: fmt.Sprintf("AddonsLayer failed, not ready after %s (spec.timeout %s): %s",
 				waited.Round(time.Second), sc.layer.Spec.Timeout.Duration, waitingFor)}
 	}

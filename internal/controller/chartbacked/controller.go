@@ -45,6 +45,9 @@ type Reconciler struct {
 	DefaultServiceAccount string
 
 	chartDigest string
+	// summary derives Ready from Operator SDK's conditions and the kind's
+	// registered extra ones.
+	summary kit.Summary
 	// controller and dependents let Reconcile add a watch for each kind a
 	// release renders, the first time it sees the kind.
 	controller controller.Controller
@@ -107,7 +110,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstruct
 			return client.IgnoreNotFound(err)
 		}
 		patcher := kit.NewLockingPatcher(r.Client, fresh)
-		setChartStatus(fresh, sc)
+		setChartStatus(fresh, sc, r.summary)
 		if err := patcher.Patch(ctx, fresh); err != nil {
 			return err
 		}
@@ -154,7 +157,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope, obj *
 		PostRenderer: r.postRenderer(obj),
 	})
 	if sc.runErr == nil && sc.result.Next == helm.ActionStalled {
-		sc.runErr = failedSteps(sc.result)
+		sc.runErr = failedActions(sc.result)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
@@ -113,7 +114,7 @@ func TestReconciler_Lifecycle(t *testing.T) {
 	}, 30*time.Second).Should(Equal(map[string]string{"message": "first", "extra": "from-the-environment"}))
 	g.Expect(cm.OwnerReferences).To(ConsistOf(HaveField("Name", "one")))
 	g.Expect(*cm.OwnerReferences[0].Controller).To(BeTrue())
-	g.Eventually(conditionOf(c, gadget, ChartReady), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
+	g.Eventually(conditionOf(c, gadget, kraanv1.ReadyCondition), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
 	g.Expect(conditionOf(c, gadget, ChartDeployed)(g)).To(Equal("True/InstallSuccessful"))
 	g.Expect(conditionOf(c, gadget, ChartInitialized)(g)).To(Equal("True/Reconciling"))
 	g.Expect(conditionOf(c, gadget, ChartReleaseFailed)(g)).To(Equal("False/ReleaseSucceeded"))
@@ -222,11 +223,11 @@ func TestReconciler_ReleaseFailure_ReportedThenRecovered(t *testing.T) {
 	gadget := newGadget("failing", "broken", map[string]any{"fail": true}, nil)
 	g.Expect(c.Create(ctx, gadget)).To(Succeed())
 	g.Eventually(conditionOf(c, gadget, ChartReleaseFailed), 30*time.Second).Should(Equal("True/InstallError"))
-	g.Expect(conditionOf(c, gadget, ChartReady)(g)).To(Equal("False/InstallError"))
+	g.Expect(conditionOf(c, gadget, kraanv1.ReadyCondition)(g)).To(Equal("False/InstallError"))
 	g.Expect(conditionOf(c, gadget, ChartDeployed)(g)).To(Equal("False/NotDeployed"))
 
 	updateGadget(g, c, gadget, false, "spec", "fail")
-	g.Eventually(conditionOf(c, gadget, ChartReady), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
+	g.Eventually(conditionOf(c, gadget, kraanv1.ReadyCondition), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
 	g.Expect(conditionOf(c, gadget, ChartReleaseFailed)(g)).To(Equal("False/ReleaseSucceeded"))
 }
 
@@ -246,7 +247,7 @@ func TestReconciler_Selector_ReconcilesOnlyMatchingObjects(t *testing.T) {
 
 	// The matching object is released; the other, created first, stays as
 	// it was: no finalizer, no status, no release.
-	g.Eventually(conditionOf(c, mine, ChartReady), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
+	g.Eventually(conditionOf(c, mine, kraanv1.ReadyCondition), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
 	g.Consistently(func(g Gomega) {
 		got := other.DeepCopy()
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(other), got)).To(Succeed())
@@ -264,7 +265,7 @@ func TestReconciler_Selector_ReconcilesOnlyMatchingObjects(t *testing.T) {
 		other.SetLabels(map[string]string{"shard": "a"})
 		return c.Update(ctx, other)
 	}, 30*time.Second).Should(Succeed())
-	g.Eventually(conditionOf(c, other, ChartReady), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
+	g.Eventually(conditionOf(c, other, kraanv1.ReadyCondition), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
 }
 
 func TestChartResult(t *testing.T) {

@@ -36,6 +36,10 @@ type Options struct {
 	// DefaultServiceAccount is impersonated when a watch names no
 	// ServiceAccount (--default-service-account).
 	DefaultServiceAccount string
+	// ExtraConditions are conditions another controller writes on the
+	// kind's objects (the Go half of a hybrid kind) that count towards
+	// Ready; the reconciler keeps them as they are.
+	ExtraConditions []kit.Owned
 }
 
 // Setup registers the reconciler of watch w with mgr: one Helm release per
@@ -48,6 +52,7 @@ func Setup(mgr manager.Manager, engine *helm.Engine, w watches.Watch, opts Optio
 		Watch:                 w,
 		Events:                kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
 		DefaultServiceAccount: opts.DefaultServiceAccount,
+		summary:               Summary(opts.ExtraConditions...),
 	}
 	return r.setupWithManager(mgr, opts.ControllerOptions)
 }

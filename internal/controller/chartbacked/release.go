@@ -118,11 +118,11 @@ func (r *Reconciler) ownerRefs(obj *unstructured.Unstructured) *helm.OwnerRefPos
 	}
 }
 
-// failedSteps joins the errors of the run's steps: a stalled run returns no
+// failedActions joins the errors of the run's steps: a stalled run returns no
 // error itself, but the controller must back off and report why.
-func failedSteps(res helm.Result) error {
-	errs := make([]error, 0, len(res.Steps))
-	for _, s := range res.Steps {
+func failedActions(res helm.Result) error {
+	errs := make([]error, 0, len(res.Taken))
+	for _, s := range res.Taken {
 		errs = append(errs, s.Err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -21,11 +21,6 @@ const (
 	ChartDeployed       = "Deployed"
 	ChartReleaseFailed  = "ReleaseFailed"
 	ChartIrreconcilable = "Irreconcilable"
-	ChartReady          = "Ready"
-	// SecretsReady is written by the Go half of a hybrid kind (Habitat) when
-	// the Secrets an object names exist and hold their keys; it counts
-	// towards Ready, so a release rendered without its Secrets is not Ready.
-	SecretsReady = "SecretsReady"
 )
 
 // Reasons of the chart conditions; event reasons are the same words.
@@ -46,7 +41,7 @@ const (
 // setChartStatus recomputes the status from what this pass observed: every
 // pass, not only at the end as Operator SDK does, so a user sees a failing
 // release while it is retried.
-func setChartStatus(obj *unstructured.Unstructured, sc *chartScope) {
+func setChartStatus(obj *unstructured.Unstructured, sc *chartScope, summary kit.Summary) {
 	conds := chartConditions(obj)
 	gen := obj.GetGeneration()
 	kit.SetStatusCondition(&conds, metav1.Condition{Type: ChartInitialized, Status: metav1.ConditionTrue,
@@ -56,7 +51,7 @@ func setChartStatus(obj *unstructured.Unstructured, sc *chartScope) {
 	setReleaseFailedCondition(&conds, sc, gen)
 	setIrreconcilableCondition(&conds, sc, gen)
 	setStalledCondition(&conds, sc, gen)
-	chartSummary.SetReady(&conds, gen)
+	summary.SetReady(&conds, gen)
 	writeChartConditions(obj, conds)
 	setDeployedRelease(obj, latest)
 	if sc.valuesErr != nil || sc.runErr == nil {
@@ -82,7 +77,7 @@ func setReleaseDeployedCondition(conds *[]metav1.Condition, rel *helm.Revision, 
 func setReleaseFailedCondition(conds *[]metav1.Condition, sc *chartScope, gen int64) {
 	c := metav1.Condition{Type: ChartReleaseFailed, Status: metav1.ConditionFalse, Reason: ReasonReleaseSucceeded,
 		Message: "The last Helm action succeeded", ObservedGeneration: gen}
-	if step, ok := lastFailedStep(sc.result); ok {
+	if step, ok := lastFailedAction(sc.result); ok {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, failureReason(step.Action), step.Err.Error()
 	}
 	kit.SetStatusCondition(conds, c)
@@ -91,7 +86,7 @@ func setReleaseFailedCondition(conds *[]metav1.Condition, sc *chartScope, gen in
 func setIrreconcilableCondition(conds *[]metav1.Condition, sc *chartScope, gen int64) {
 	c := metav1.Condition{Type: ChartIrreconcilable, Status: metav1.ConditionFalse, Reason: ReasonReconcilable,
 		Message: "The release can be reconciled", ObservedGeneration: gen}
-	_, stepFailed := lastFailedStep(sc.result)
+	_, stepFailed := lastFailedAction(sc.result)
 	switch {
 	case sc.valuesErr != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonErrorGettingValues, sc.valuesErr.Error()
@@ -127,34 +122,34 @@ func removeCondition(conds *[]metav1.Condition, condType string) {
 	*conds = slices.DeleteFunc(*conds, func(c metav1.Condition) bool { return c.Type == condType })
 }
 
-// chartSummary derives Ready: ready when deployed with no failure
-// outstanding; otherwise the reason of the first problem, in this order.
-var chartSummary = kit.Summary{
-	Owned: []kit.Owned{
-		{Type: ChartIrreconcilable, Failing: metav1.ConditionTrue},
-		{Type: SecretsReady, Failing: metav1.ConditionFalse},
-		{Type: ChartReleaseFailed, Failing: metav1.ConditionTrue},
-		{Type: ChartDeployed, Failing: metav1.ConditionFalse},
-	},
-	Success:        ChartDeployed,
-	SuccessReason:  ReasonReleaseSucceeded,
-	NotReadyReason: ReasonNotDeployed,
+// Summary derives the Ready of a chart-backed kind: ready when deployed with
+// no failure outstanding; otherwise the reason of the first problem:
+// Irreconcilable, then extra, then ReleaseFailed, then Deployed. extra are
+// the conditions the Go half of a hybrid kind writes (Habitat's
+// SecretsReady), registered through Options.ExtraConditions.
+func Summary(extra ...kit.Owned) kit.Summary {
+	owned := make([]kit.Owned, 0, len(extra)+3)
+	owned = append(owned, kit.Owned{Type: ChartIrreconcilable, Failing: metav1.ConditionTrue})
+	owned = append(owned, extra...)
+	owned = append(owned,
+		kit.Owned{Type: ChartReleaseFailed, Failing: metav1.ConditionTrue},
+		kit.Owned{Type: ChartDeployed, Failing: metav1.ConditionFalse})
+	return kit.Summary{
+		Owned:          owned,
+		Success:        ChartDeployed,
+		SuccessReason:  ReasonReleaseSucceeded,
+		NotReadyReason: ReasonNotDeployed,
+	}
 }
 
-// SetReady summarizes conds into Ready, for the Go half of a hybrid kind
-// that changed a condition the summary counts.
-func SetReady(conds *[]metav1.Condition, generation int64) {
-	chartSummary.SetReady(conds, generation)
-}
-
-// lastFailedStep is the failed step of the run, if any action failed.
-func lastFailedStep(res helm.Result) (helm.Step, bool) {
-	for i := len(res.Steps) - 1; i >= 0; i-- {
-		if res.Steps[i].Err != nil {
-			return res.Steps[i], true
+// lastFailedAction is the failed step of the run, if any action failed.
+func lastFailedAction(res helm.Result) (helm.ActionTaken, bool) {
+	for i := len(res.Taken) - 1; i >= 0; i-- {
+		if res.Taken[i].Err != nil {
+			return res.Taken[i], true
 		}
 	}
-	return helm.Step{}, false
+	return helm.ActionTaken{}, false
 }
 
 func failureReason(a helm.Action) string {
@@ -218,7 +213,7 @@ func setDeployedRelease(obj *unstructured.Unstructured, rel *helm.Revision) {
 // recordFailures emits a Warning event naming the failed action; the reason
 // equals the condition reason.
 func (r *Reconciler) recordFailures(obj *unstructured.Unstructured, sc *chartScope) {
-	if step, ok := lastFailedStep(sc.result); ok {
+	if step, ok := lastFailedAction(sc.result); ok {
 		r.Events.Warning(obj, failureReason(step.Action), step.Err.Error())
 		return
 	}

@@ -6,14 +6,17 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 )
 
 // TestChartSummary_EveryCombination sets every combination of the conditions
-// a chart-backed object owns (Operator SDK's, plus SecretsReady from a Go
-// half) and checks Ready against the rule stated without the table: Ready
-// exactly when deployed with no failure outstanding; otherwise the reason of
-// the first problem, Irreconcilable, then SecretsReady, then ReleaseFailed,
-// then Deployed.
+// a chart-backed object owns (Operator SDK's, plus an extra one registered
+// for a Go half, as Habitat's SecretsReady) and checks Ready against the rule
+// stated without the table: Ready exactly when deployed with no failure
+// outstanding; otherwise the reason of the first problem, Irreconcilable,
+// then the extra condition, then ReleaseFailed, then Deployed.
 func TestChartSummary_EveryCombination(t *testing.T) {
 	statuses := []metav1.ConditionStatus{"", metav1.ConditionTrue, metav1.ConditionFalse}
 	for _, irreconcilable := range statuses {
@@ -29,15 +32,16 @@ func TestChartSummary_EveryCombination(t *testing.T) {
 
 func checkChartReady(t *testing.T, irreconcilable, secrets, failed, deployed metav1.ConditionStatus) {
 	t.Helper()
-	types := []string{ChartIrreconcilable, SecretsReady, ChartReleaseFailed, ChartDeployed}
+	const extra = "SecretsReady"
+	types := []string{ChartIrreconcilable, extra, ChartReleaseFailed, ChartDeployed}
 	var conds []metav1.Condition
 	for i, s := range []metav1.ConditionStatus{irreconcilable, secrets, failed, deployed} {
 		if s != "" {
 			conds = append(conds, metav1.Condition{Type: types[i], Status: s, Reason: types[i] + string(s), Message: "m"})
 		}
 	}
-	SetReady(&conds, 4)
-	ready := apimeta.FindStatusCondition(conds, ChartReady)
+	Summary(kit.Owned{Type: extra, Failing: metav1.ConditionFalse}).SetReady(&conds, 4)
+	ready := apimeta.FindStatusCondition(conds, kraanv1.ReadyCondition)
 
 	wantTrue := irreconcilable != metav1.ConditionTrue && secrets != metav1.ConditionFalse &&
 		failed != metav1.ConditionTrue && deployed == metav1.ConditionTrue
@@ -46,7 +50,7 @@ func checkChartReady(t *testing.T, irreconcilable, secrets, failed, deployed met
 	case irreconcilable == metav1.ConditionTrue:
 		wantReason = ChartIrreconcilable + "True"
 	case secrets == metav1.ConditionFalse:
-		wantReason = SecretsReady + "False"
+		wantReason = extra + "False"
 	case failed == metav1.ConditionTrue:
 		wantReason = ChartReleaseFailed + "True"
 	case deployed == "":
@@ -59,5 +63,18 @@ func checkChartReady(t *testing.T, irreconcilable, secrets, failed, deployed met
 	name := fmt.Sprintf("irreconcilable=%q secrets=%q failed=%q deployed=%q", irreconcilable, secrets, failed, deployed)
 	if (ready.Status == metav1.ConditionTrue) != wantTrue || ready.Reason != wantReason || ready.ObservedGeneration != 4 {
 		t.Errorf("%s: Ready %s/%s, want true=%v reason %s", name, ready.Status, ready.Reason, wantTrue, wantReason)
+	}
+}
+
+// A kind with no extra condition registered is Ready on its release alone:
+// a SecretsReady=False another kind's controller would write does not count.
+func TestChartSummary_OnlyRegisteredConditionsCount(t *testing.T) {
+	conds := []metav1.Condition{
+		{Type: ChartDeployed, Status: metav1.ConditionTrue, Reason: ReasonInstallSuccessful, Message: "m"},
+		{Type: "SecretsReady", Status: metav1.ConditionFalse, Reason: "SecretNotFound", Message: "m"},
+	}
+	Summary().SetReady(&conds, 1)
+	if ready := apimeta.FindStatusCondition(conds, kraanv1.ReadyCondition); ready.Status != metav1.ConditionTrue {
+		t.Errorf("Ready %s/%s, want True: an unregistered condition counted", ready.Status, ready.Reason)
 	}
 }

@@ -49,7 +49,7 @@ func startHabitatEnv(t *testing.T) client.Client {
 	g.Expect(err).NotTo(HaveOccurred())
 	workers := kit.ControllerOptions{MaxConcurrentReconciles: 2}
 	for _, w := range list {
-		g.Expect(chartbacked.Setup(mgr, engine, w, chartbacked.Options{ControllerOptions: workers})).To(Succeed())
+		g.Expect(chartbacked.Setup(mgr, engine, w, chartbacked.Options{ControllerOptions: workers, ExtraConditions: ChartConditions})).To(Succeed())
 	}
 	g.Expect(Setup(mgr, Options{ControllerOptions: workers})).To(Succeed())
 	testenv.RunManager(t, mgr)

@@ -19,12 +19,14 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 )
 
-// Reasons of the SecretsReady condition, and of its events.
-const (
-	ReasonSecretsFound     = "SecretsFound"
-	ReasonSecretNotFound   = "SecretNotFound"
-	ReasonSecretKeyMissing = "SecretKeyMissing"
-)
+// ChartConditions are the conditions of a Habitat this controller writes
+// that count towards the Ready the chart-backed controller derives: after
+// Irreconcilable, before the release's own.
+var ChartConditions = []kit.Owned{{Type: habitatv1.SecretsReadyCondition, Failing: metav1.ConditionFalse}}
+
+// readySummary derives a Habitat's Ready, as the chart-backed controller
+// does with ChartConditions registered.
+var readySummary = chartbacked.Summary(ChartConditions...)
 
 // Keys the chart mounts from the Secrets a Habitat names; keep in sync with
 // helm-charts/habitat/templates/statefulset.yaml.
@@ -58,8 +60,8 @@ func referencedSecrets(h *habitatv1.Habitat) []secretRef {
 // watch on Secrets brings it back as soon as the Secret appears. Only names
 // and keys are read and reported, never values.
 func (r *Reconciler) reconcileSecrets(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
-	sc.secrets = metav1.Condition{Type: chartbacked.SecretsReady, Status: metav1.ConditionTrue,
-		Reason: ReasonSecretsFound, Message: "The Secrets the spec names hold their keys"}
+	sc.secrets = metav1.Condition{Type: habitatv1.SecretsReadyCondition, Status: metav1.ConditionTrue,
+		Reason: habitatv1.ReasonSecretsFound, Message: "The Secrets the spec names hold their keys"}
 	var problems []string
 	reason := ""
 	for _, ref := range referencedSecrets(obj) {
@@ -68,13 +70,13 @@ func (r *Reconciler) reconcileSecrets(ctx context.Context, sc *habitatScope, obj
 		switch {
 		case apierrors.IsNotFound(err):
 			problems = append(problems, fmt.Sprintf("Secret %s (%s) does not exist; it must hold key %q", ref.name, ref.field, ref.key))
-			reason = ReasonSecretNotFound
+			reason = habitatv1.ReasonSecretNotFound
 		case err != nil:
 			return fmt.Errorf("reading Secret %s: %w", ref.name, err)
 		case len(secret.Data[ref.key]) == 0:
 			problems = append(problems, fmt.Sprintf("Secret %s (%s) has no key %q", ref.name, ref.field, ref.key))
 			if reason == "" {
-				reason = ReasonSecretKeyMissing
+				reason = habitatv1.ReasonSecretKeyMissing
 			}
 		}
 	}
@@ -112,7 +114,7 @@ func (r *Reconciler) setSecretsCondition(obj *habitatv1.Habitat, c metav1.Condit
 		previousMessage = previous.Message
 	}
 	kit.SetCondition(&obj.Status.Conditions, obj.Generation, c.Type, c.Status, c.Reason, c.Message)
-	chartbacked.SetReady(&obj.Status.Conditions, obj.Generation)
+	readySummary.SetReady(&obj.Status.Conditions, obj.Generation)
 	if c.Status == metav1.ConditionFalse && previousMessage != c.Message {
 		r.Events.Warning(obj, c.Reason, c.Message)
 	}

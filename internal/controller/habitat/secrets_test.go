@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/chartbacked"
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 )
 
@@ -37,14 +37,14 @@ func TestReconciler_SecretsGateReady(t *testing.T) {
 	ready := func(g Gomega) *metav1.Condition {
 		got := &habitatv1.Habitat{}
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(h), got)).To(Succeed())
-		r := apimeta.FindStatusCondition(got.Status.Conditions, chartbacked.ChartReady)
+		r := apimeta.FindStatusCondition(got.Status.Conditions, kraanv1.ReadyCondition)
 		g.Expect(r).NotTo(BeNil())
 		return r
 	}
 	g.Eventually(func(g Gomega) {
 		r := ready(g)
 		g.Expect(r.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(r.Reason).To(Equal(ReasonSecretNotFound))
+		g.Expect(r.Reason).To(Equal(habitatv1.ReasonSecretNotFound))
 		g.Expect(r.Message).To(ContainSubstring(`Secret prod-20260101000000 (spec.service.ringSecretName) does not exist; it must hold key "ring-key"`))
 		g.Expect(r.Message).To(ContainSubstring(`Secret redis-config (spec.service.configSecretName) has no key "user.toml"`))
 	}, habitatTimeout).Should(Succeed())
@@ -52,13 +52,13 @@ func TestReconciler_SecretsGateReady(t *testing.T) {
 	g.Consistently(func(g Gomega) { g.Expect(ready(g).Status).To(Equal(metav1.ConditionFalse)) }, "2s").Should(Succeed())
 	events := &corev1.EventList{}
 	g.Expect(c.List(ctx, events, client.InNamespace("keys"))).To(Succeed())
-	g.Expect(events.Items).To(ContainElement(HaveField("Reason", ReasonSecretNotFound)))
+	g.Expect(events.Items).To(ContainElement(HaveField("Reason", habitatv1.ReasonSecretNotFound)))
 
 	g.Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "prod-20260101000000"},
 		Data: map[string][]byte{"ring-key": []byte("SYM-SEC-1\nprod-20260101000000\n\nkey")}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		r := ready(g)
-		g.Expect(r.Reason).To(Equal(ReasonSecretKeyMissing))
+		g.Expect(r.Reason).To(Equal(habitatv1.ReasonSecretKeyMissing))
 		g.Expect(r.Message).NotTo(ContainSubstring("prod-20260101000000"))
 	}, habitatTimeout).Should(Succeed())
 
@@ -89,9 +89,9 @@ func TestReconciler_SecretContentsNeverLeak(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &habitatv1.Habitat{}
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(h), got)).To(Succeed())
-		r := apimeta.FindStatusCondition(got.Status.Conditions, chartbacked.ChartReady)
+		r := apimeta.FindStatusCondition(got.Status.Conditions, kraanv1.ReadyCondition)
 		g.Expect(r).NotTo(BeNil())
-		g.Expect(r.Reason).To(Equal(ReasonSecretKeyMissing))
+		g.Expect(r.Reason).To(Equal(habitatv1.ReasonSecretKeyMissing))
 	}, habitatTimeout).Should(Succeed())
 
 	canaries := []string{"canary-ring-", "canary-toml-"}

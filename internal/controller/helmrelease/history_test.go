@@ -12,8 +12,8 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm"
 )
 
-func step(action helm.Action, failed bool) helm.Step {
-	s := helm.Step{Action: action}
+func step(action helm.Action, failed bool) helm.ActionTaken {
+	s := helm.ActionTaken{Action: action}
 	if failed {
 		s.Err = errors.New(string(action) + " failed")
 	}
@@ -26,27 +26,27 @@ func TestReleaseActionOf_TheActionThatMadeTheRevision(t *testing.T) {
 	tests := []struct {
 		name    string
 		latest  *helm.Revision
-		steps   []helm.Step
+		steps   []helm.ActionTaken
 		history []kraanv1.Snapshot
 		want    kraanv1.ReleaseAction
 	}{
 		{"first install", &helm.Revision{Name: "app", Version: 1, Status: "deployed"},
-			[]helm.Step{step(helm.ActionInstall, false)}, nil, kraanv1.ReleaseActionInstall},
+			[]helm.ActionTaken{step(helm.ActionInstall, false)}, nil, kraanv1.ReleaseActionInstall},
 		{"install then test", &helm.Revision{Name: "app", Version: 1, Status: "deployed"},
-			[]helm.Step{step(helm.ActionInstall, false), step(helm.ActionTest, false)}, nil, kraanv1.ReleaseActionInstall},
+			[]helm.ActionTaken{step(helm.ActionInstall, false), step(helm.ActionTest, false)}, nil, kraanv1.ReleaseActionInstall},
 		{"upgrade", &helm.Revision{Name: "app", Version: 3, Status: "deployed"},
-			[]helm.Step{step(helm.ActionUpgrade, false)}, deployed2, kraanv1.ReleaseActionUpgrade},
+			[]helm.ActionTaken{step(helm.ActionUpgrade, false)}, deployed2, kraanv1.ReleaseActionUpgrade},
 		{"failed upgrade rolled back", &helm.Revision{Name: "app", Version: 4, Status: "deployed"},
-			[]helm.Step{step(helm.ActionUpgrade, true), step(helm.ActionRollback, false)}, deployed2, kraanv1.ReleaseActionRollback},
+			[]helm.ActionTaken{step(helm.ActionUpgrade, true), step(helm.ActionRollback, false)}, deployed2, kraanv1.ReleaseActionRollback},
 		{"failed install uninstalled, history kept", &helm.Revision{Name: "app", Version: 1, Status: "uninstalled"},
-			[]helm.Step{step(helm.ActionInstall, true), step(helm.ActionUninstall, false)}, nil,
+			[]helm.ActionTaken{step(helm.ActionInstall, true), step(helm.ActionUninstall, false)}, nil,
 			kraanv1.ReleaseActionUninstallRemediation},
 		{"a resync keeps what was reported", &helm.Revision{Name: "app", Version: 2, Status: "deployed"},
 			nil, deployed2, kraanv1.ReleaseActionUpgrade},
 		{"a test keeps what was reported", &helm.Revision{Name: "app", Version: 2, Status: "deployed"},
-			[]helm.Step{step(helm.ActionTest, false)}, deployed2, kraanv1.ReleaseActionUpgrade},
+			[]helm.ActionTaken{step(helm.ActionTest, false)}, deployed2, kraanv1.ReleaseActionUpgrade},
 		{"an unlock keeps the action of the revision it marks failed", &helm.Revision{Name: "app", Version: 3, Status: "failed"},
-			[]helm.Step{step(helm.ActionUnlock, false)}, pending3, kraanv1.ReleaseActionUpgrade},
+			[]helm.ActionTaken{step(helm.ActionUnlock, false)}, pending3, kraanv1.ReleaseActionUpgrade},
 		{"a revision no step explains says nothing", &helm.Revision{Name: "app", Version: 7, Status: "deployed"}, nil, deployed2, ""},
 		// A run that took its maximum of steps reports storage as it was
 		// before the last one: the next run finds the rollback's revision.
@@ -55,8 +55,8 @@ func TestReleaseActionOf_TheActionThatMadeTheRevision(t *testing.T) {
 			Action: kraanv1.ReleaseActionUpgrade}}, kraanv1.ReleaseActionRollback},
 		{"an unlocked revision status had not seen", &helm.Revision{Name: "app", Version: 3, Status: "failed",
 			Description: "Release was pending-upgrade when the operation running it was interrupted"},
-			[]helm.Step{step(helm.ActionUnlock, false)}, deployed2, ""},
-		{"no release", nil, []helm.Step{step(helm.ActionUninstall, false)}, deployed2, ""},
+			[]helm.ActionTaken{step(helm.ActionUnlock, false)}, deployed2, ""},
+		{"no release", nil, []helm.ActionTaken{step(helm.ActionUninstall, false)}, deployed2, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,15 +85,15 @@ func TestActionFromDescription_HelmsWords(t *testing.T) {
 
 func TestStorageChangingSteps_DropsTheFailedStepThatEndedTheRun(t *testing.T) {
 	g := NewWithT(t)
-	steps := []helm.Step{step(helm.ActionUpgrade, true), step(helm.ActionRollback, true)}
+	steps := []helm.ActionTaken{step(helm.ActionUpgrade, true), step(helm.ActionRollback, true)}
 	// The engine stops at a failed step with its error only when storage is
 	// as the step found it: that rollback wrote nothing.
-	g.Expect(storageChangingSteps(steps, steps[1].Err)).To(Equal(steps[:1]))
+	g.Expect(storageChangingActions(steps, steps[1].Err)).To(Equal(steps[:1]))
 	// RetryOnFailure stops after a failed release was written.
-	g.Expect(storageChangingSteps(steps[:1], &helm.RetryLater{Err: steps[0].Err})).To(Equal(steps[:1]))
-	g.Expect(storageChangingSteps(steps[:1], nil)).To(Equal(steps[:1]))
-	ok := []helm.Step{step(helm.ActionInstall, false)}
-	g.Expect(storageChangingSteps(ok, errors.New("reading storage"))).To(Equal(ok))
+	g.Expect(storageChangingActions(steps[:1], &helm.RetryLater{Err: steps[0].Err})).To(Equal(steps[:1]))
+	g.Expect(storageChangingActions(steps[:1], nil)).To(Equal(steps[:1]))
+	ok := []helm.ActionTaken{step(helm.ActionInstall, false)}
+	g.Expect(storageChangingActions(ok, errors.New("reading storage"))).To(Equal(ok))
 }
 
 func TestInventoryOf_FluxIDsWithoutHooks(t *testing.T) {

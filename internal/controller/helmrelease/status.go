@@ -156,7 +156,7 @@ func setOutcomeConditions(sc *releaseScope, res ctrl.Result, err error) {
 	switch {
 	case err == nil && sc.starting != nil:
 		msg := fmt.Sprintf("Running Helm for chart %s@%s", sc.desired.ChartName(), sc.desired.ChartVersion())
-		if last := lastFailureMessage(sc.run.Steps); last != "" {
+		if last := lastFailureMessage(sc.run.Taken); last != "" {
 			msg += "; last failure: " + last
 		}
 		apimeta.RemoveStatusCondition(conds, kraanv1.StalledCondition)
@@ -164,13 +164,13 @@ func setOutcomeConditions(sc *releaseScope, res ctrl.Result, err error) {
 	case err == nil && res.IsZero():
 		apimeta.RemoveStatusCondition(conds, kraanv1.StalledCondition)
 		apimeta.RemoveStatusCondition(conds, kraanv1.ReconcilingCondition)
-		if !remediatedIn(sc.run.Steps) {
+		if !remediatedIn(sc.run.Taken) {
 			apimeta.RemoveStatusCondition(conds, kraanv1.RemediatedCondition)
 		}
 		hr.Status.ObservedGeneration = hr.Generation
 	case err == nil:
 		msg := "Next action: " + string(sc.run.Next)
-		if last := lastFailureMessage(sc.run.Steps); last != "" {
+		if last := lastFailureMessage(sc.run.Taken); last != "" {
 			msg += "; last failure: " + last
 		}
 		apimeta.RemoveStatusCondition(conds, kraanv1.StalledCondition)
@@ -198,7 +198,7 @@ func (r *Reconciler) recordRun(sc *releaseScope, run *run) {
 	s.LastAttemptedGeneration = run.generation
 	s.LastHandledReconcileAt = run.handledReconcileAt
 	s.LastHandledForceAt, s.LastHandledResetAt = run.handledForceAt, run.handledResetAt
-	for _, step := range res.Steps {
+	for _, step := range res.Taken {
 		if step.Action == helm.ActionInstall || step.Action == helm.ActionUpgrade {
 			s.LastAttemptedReleaseAction = string(step.Action)
 			s.LastAttemptedReleaseActionDuration = &metav1.Duration{Duration: step.Duration}
@@ -208,21 +208,21 @@ func (r *Reconciler) recordRun(sc *releaseScope, run *run) {
 	s.InstallFailures, s.UpgradeFailures = int64(res.Failures.Install), int64(res.Failures.Upgrade)
 	s.Failures = s.InstallFailures + s.UpgradeFailures
 	s.StorageNamespace = r.targetOf(hr).StorageNamespace
-	for _, step := range res.Steps {
+	for _, step := range res.Taken {
 		r.recordStep(hr, step)
 	}
 	latest := res.LatestRevision(desired)
-	recordSnapshot(hr, latest, releaseActionOf(latest, storageChangingSteps(res.Steps, run.err), hr.Status.History))
+	recordSnapshot(hr, latest, releaseActionOf(latest, storageChangingActions(res.Taken, run.err), hr.Status.History))
 	r.recordInventory(hr, run.request.Target, latest, desired)
-	setReleasedCondition(hr, latest, res.Steps)
+	setReleasedCondition(hr, latest, res.Taken)
 	setTestCondition(hr, latest)
 }
 
-// storageChangingSteps are the steps of a run that may have written to
+// storageChangingActions are the steps of a run that may have written to
 // release storage: all of them, but for a last failed step that ended the
 // run with its own error — the engine stops there only when storage is as
 // the step found it (a denied or invalid action), and never for RetryLater.
-func storageChangingSteps(steps []helm.Step, runErr error) []helm.Step {
+func storageChangingActions(steps []helm.ActionTaken, runErr error) []helm.ActionTaken {
 	var later *helm.RetryLater
 	if n := len(steps); n > 0 && steps[n-1].Err != nil && runErr != nil && !errors.As(runErr, &later) {
 		return steps[:n-1]
@@ -238,7 +238,7 @@ func storageChangingSteps(steps []helm.Step, runErr error) []helm.Step {
 // for it. A revision no step of this run explains (made by an earlier run
 // whose result was not reported, or by someone else) is named from the
 // description Helm wrote on it.
-func releaseActionOf(latest *helm.Revision, steps []helm.Step, history []kraanv1.Snapshot) kraanv1.ReleaseAction {
+func releaseActionOf(latest *helm.Revision, steps []helm.ActionTaken, history []kraanv1.Snapshot) kraanv1.ReleaseAction {
 	if latest == nil {
 		return ""
 	}
@@ -288,7 +288,7 @@ var revisionActions = map[helm.Action]kraanv1.ReleaseAction{
 	helm.ActionUninstall: kraanv1.ReleaseActionUninstallRemediation,
 }
 
-func (r *Reconciler) recordStep(hr *kraanv1.HelmRelease, step helm.Step) {
+func (r *Reconciler) recordStep(hr *kraanv1.HelmRelease, step helm.ActionTaken) {
 	reason, ok := stepReasons[step.Action]
 	if !ok {
 		return
@@ -335,7 +335,7 @@ var stepReasons = map[helm.Action]map[string]string{
 
 // stepFailure is the error with the end of Helm's log, which names the object
 // a wait gave up on and why.
-func stepFailure(step helm.Step) string {
+func stepFailure(step helm.ActionTaken) string {
 	msg := step.Err.Error()
 	tail := step.LogTail
 	if len(tail) > logTailInMessage {
@@ -347,18 +347,18 @@ func stepFailure(step helm.Step) string {
 	return msg
 }
 
-// lastFailedStep is the last step of a run that failed.
-func lastFailedStep(steps []helm.Step) (helm.Step, bool) {
+// lastFailedAction is the last step of a run that failed.
+func lastFailedAction(steps []helm.ActionTaken) (helm.ActionTaken, bool) {
 	for i := len(steps) - 1; i >= 0; i-- {
 		if steps[i].Err != nil {
 			return steps[i], true
 		}
 	}
-	return helm.Step{}, false
+	return helm.ActionTaken{}, false
 }
 
-func lastFailureMessage(steps []helm.Step) string {
-	if step, ok := lastFailedStep(steps); ok {
+func lastFailureMessage(steps []helm.ActionTaken) string {
+	if step, ok := lastFailedAction(steps); ok {
 		return stepFailure(step)
 	}
 	return ""
@@ -371,7 +371,7 @@ func stalledMessage(sc *releaseScope) string {
 	hr := sc.hr
 	msg := fmt.Sprintf("Retries exhausted after %d failed attempts; change the spec or its values, or set the %s and %s annotations to one new value (flux reconcile hr --reset), to try again",
 		hr.Status.Failures, resetAtAnnotation, requestedAtAnnotation)
-	if last := lastFailureMessage(sc.run.Steps); last != "" {
+	if last := lastFailureMessage(sc.run.Taken); last != "" {
 		return msg + ": " + last
 	}
 	if stalled := apimeta.FindStatusCondition(hr.Status.Conditions, kraanv1.StalledCondition); stalled != nil &&
@@ -386,7 +386,7 @@ func stalledMessage(sc *releaseScope) string {
 	return msg
 }
 
-func remediatedIn(steps []helm.Step) bool {
+func remediatedIn(steps []helm.ActionTaken) bool {
 	for _, s := range steps {
 		if s.Err == nil && !s.Reinstall && (s.Action == helm.ActionRollback || s.Action == helm.ActionUninstall) {
 			return true
@@ -402,7 +402,7 @@ func readyMessage(rev *helm.Revision) string {
 
 // setReleasedCondition reports the last install or upgrade, naming the
 // action that ran: a failed first install is InstallFailed, not UpgradeFailed.
-func setReleasedCondition(hr *kraanv1.HelmRelease, latest *helm.Revision, steps []helm.Step) {
+func setReleasedCondition(hr *kraanv1.HelmRelease, latest *helm.Revision, steps []helm.ActionTaken) {
 	for i := len(steps) - 1; i >= 0; i-- {
 		step := steps[i]
 		if step.Err != nil && (step.Action == helm.ActionInstall || step.Action == helm.ActionUpgrade) {

@@ -117,28 +117,28 @@ func firstFailingReason(stalled, retrying, remediated, testsFailed bool, is map[
 }
 
 func TestSetReleasedCondition_NamesTheActionThatRan(t *testing.T) {
-	failedInstall := helm.Step{Action: helm.ActionInstall, Err: errors.New("timed out waiting for the condition")}
-	failedUpgrade := helm.Step{Action: helm.ActionUpgrade, Err: errors.New("pre-upgrade hooks failed")}
-	rollback := helm.Step{Action: helm.ActionRollback}
+	failedInstall := helm.ActionTaken{Action: helm.ActionInstall, Err: errors.New("timed out waiting for the condition")}
+	failedUpgrade := helm.ActionTaken{Action: helm.ActionUpgrade, Err: errors.New("pre-upgrade hooks failed")}
+	rollback := helm.ActionTaken{Action: helm.ActionRollback}
 	cases := []struct {
 		name    string
 		latest  *helm.Revision
-		steps   []helm.Step
+		steps   []helm.ActionTaken
 		status  metav1.ConditionStatus
 		reason  string
 		message string
 	}{
-		{"failed first install", &helm.Revision{Version: 1, Status: "failed"}, []helm.Step{failedInstall},
+		{"failed first install", &helm.Revision{Version: 1, Status: "failed"}, []helm.ActionTaken{failedInstall},
 			metav1.ConditionFalse, kraanv1.ReasonInstallFailed, "timed out"},
-		{"failed upgrade then rollback", &helm.Revision{Version: 3, Status: "deployed"}, []helm.Step{failedUpgrade, rollback},
+		{"failed upgrade then rollback", &helm.Revision{Version: 3, Status: "deployed"}, []helm.ActionTaken{failedUpgrade, rollback},
 			metav1.ConditionFalse, kraanv1.ReasonUpgradeFailed, "pre-upgrade hooks failed"},
 		{"failed install found in storage", &helm.Revision{Version: 1, Status: "failed", Description: "Release failed"}, nil,
 			metav1.ConditionFalse, kraanv1.ReasonInstallFailed, "Release failed"},
 		{"failed upgrade found in storage", &helm.Revision{Version: 2, Status: "failed", Description: "Upgrade failed"}, nil,
 			metav1.ConditionFalse, kraanv1.ReasonUpgradeFailed, "Upgrade failed"},
-		{"installed", &helm.Revision{Name: "a", Version: 1, Status: "deployed", Matches: true}, []helm.Step{{Action: helm.ActionInstall}},
+		{"installed", &helm.Revision{Name: "a", Version: 1, Status: "deployed", Matches: true}, []helm.ActionTaken{{Action: helm.ActionInstall}},
 			metav1.ConditionTrue, kraanv1.ReasonInstallSucceeded, "is deployed"},
-		{"upgraded", &helm.Revision{Name: "a", Version: 2, Status: "deployed", Matches: true}, []helm.Step{{Action: helm.ActionUpgrade}},
+		{"upgraded", &helm.Revision{Name: "a", Version: 2, Status: "deployed", Matches: true}, []helm.ActionTaken{{Action: helm.ActionUpgrade}},
 			metav1.ConditionTrue, kraanv1.ReasonUpgradeSucceeded, "is deployed"},
 	}
 	for _, tc := range cases {

@@ -5,11 +5,9 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// ReadyCondition is the summary condition every kind has: kstatus and
-// `kubectl wait --for=condition=Ready` read it.
-const ReadyCondition = "Ready"
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+)
 
 // Owned is one condition a kind owns, as it counts towards Ready.
 type Owned struct {
@@ -43,7 +41,7 @@ type Summary struct {
 
 // Ready computes the Ready condition from conditions, for generation.
 func (s Summary) Ready(conditions []metav1.Condition, generation int64) metav1.Condition {
-	ready := metav1.Condition{Type: ReadyCondition, ObservedGeneration: generation}
+	ready := metav1.Condition{Type: kraanv1.ReadyCondition, ObservedGeneration: generation}
 	for _, owned := range s.Owned {
 		c := apimeta.FindStatusCondition(conditions, owned.Type)
 		if c == nil || c.Status != owned.Failing {

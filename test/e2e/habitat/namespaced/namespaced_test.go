@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/chartbacked"
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	habitatctrl "github.com/kraan-io/kraan-operator/internal/controller/habitat"
 	"github.com/kraan-io/kraan-operator/internal/testenv"
 )
@@ -197,7 +197,7 @@ func expectReconciled(g Gomega, h *habitatv1.Habitat) {
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(h), got)).To(Succeed())
 	g.Expect(got.Status.Peers).To(Equal(ips))
 	g.Expect(got.Status.ReadyReplicas).To(Equal(h.Spec.Count))
-	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, chartbacked.ChartReady)).To(BeTrue(), "Ready: %+v", got.Status.Conditions)
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, kraanv1.ReadyCondition)).To(BeTrue(), "Ready: %+v", got.Status.Conditions)
 	if h.Spec.Service.GenerateRingKey {
 		g.Expect(got.Status.RingKeySecretName).To(Equal(habitatctrl.GeneratedRingKeySecretName(h.Spec.Service.Ring)))
 	}
