@@ -28,6 +28,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
@@ -40,7 +41,7 @@ type Options struct {
 	DefaultServiceAccount string
 	// Charts gets the charts of HelmReleases; by default from Flux sources,
 	// with artifacts kept under ChartArtifactsDir.
-	Charts helmrelease.ChartGetter
+	Charts releasespec.ChartGetter
 	// ChartArtifactsDir holds the source artifacts charts are read from;
 	// defaults to a directory under the system's temporary directory.
 	ChartArtifactsDir string

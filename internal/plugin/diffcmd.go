@@ -12,10 +12,10 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
 	"github.com/kraan-io/kraan-operator/internal/controller/addonslayer"
-	"github.com/kraan-io/kraan-operator/internal/controller/helmrelease"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/plugin/diff"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 	"github.com/kraan-io/kraan-operator/internal/source"
 )
 
@@ -136,7 +136,7 @@ func (d *diffOptions) release(ctx context.Context, name string) error {
 		return err
 	}
 	defer cleanup()
-	p, err := helmrelease.PreviewRelease(ctx, engine, s.client, charts, hr)
+	p, err := releasespec.PreviewRelease(ctx, engine, s.client, charts, hr)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func orNone(s string) string {
 
 // charts is where the release's chart comes from: --local, or its source
 // as the operator reads it.
-func (d *diffOptions) charts(s *session) (helmrelease.ChartGetter, func(), error) {
+func (d *diffOptions) charts(s *session) (releasespec.ChartGetter, func(), error) {
 	if d.local != "" {
 		return localChart(d.local), func() {}, nil
 	}
@@ -178,18 +178,18 @@ func (d *diffOptions) charts(s *session) (helmrelease.ChartGetter, func(), error
 		return nil, nil, err
 	}
 	// The operator's chart getter: the same fetcher and artifact store it runs with.
-	return &helmrelease.SourceCharts{Reader: s.client, Fetcher: chart.NewFetcher(chart.Options{}), Artifacts: store}, cleanup, nil
+	return &releasespec.SourceCharts{Reader: s.client, Fetcher: chart.NewFetcher(chart.Options{}), Artifacts: store}, cleanup, nil
 }
 
 // localChart gets the chart from a directory, whatever the release's source.
 type localChart string
 
-func (l localChart) GetChart(_ context.Context, _ *kraanv1.HelmRelease) (*helmrelease.SourcedChart, error) {
+func (l localChart) GetChart(_ context.Context, _ *kraanv1.HelmRelease) (*releasespec.SourcedChart, error) {
 	c, err := helm.LoadChart(string(l))
 	if err != nil {
 		return nil, fmt.Errorf("loading the chart in %s: %w", string(l), err)
 	}
-	return &helmrelease.SourcedChart{Chart: c, Digest: helm.ChartDigest(c), SourceRevision: "local:" + string(l)}, nil
+	return &releasespec.SourcedChart{Chart: c, Digest: helm.ChartDigest(c), SourceRevision: "local:" + string(l)}, nil
 }
 
 // report prints the changes and returns errDifferent when there are any.

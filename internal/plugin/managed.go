@@ -8,8 +8,8 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
-	"github.com/kraan-io/kraan-operator/internal/controller/helmrelease"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 // managed finds what layers and releases manage, with the operator's own
@@ -37,7 +37,7 @@ func (m *managed) layerObjects(l *kraanv1.AddonsLayer) []*unstructured.Unstructu
 // releaseObjects are the objects of the release's newest revision, and
 // that revision's number and chart.
 func (m *managed) releaseObjects(ctx context.Context, hr *kraanv1.HelmRelease) (helm.Preview, error) {
-	target := helmrelease.TargetOf(hr, "")
+	target := releasespec.TargetOf(hr, "")
 	target.Impersonate = ""
 	p, err := m.engine.Current(ctx, target)
 	if err != nil {

@@ -16,8 +16,8 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
-	"github.com/kraan-io/kraan-operator/internal/controller/helmrelease"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 // Helm's annotations on every object of a release.
@@ -127,7 +127,7 @@ func releaseOf(ctx context.Context, s *session, obj *unstructured.Unstructured) 
 		return nil, fmt.Errorf("listing HelmReleases: %w", err)
 	}
 	for i := range list.Items {
-		target := helmrelease.TargetOf(&list.Items[i], "")
+		target := releasespec.TargetOf(&list.Items[i], "")
 		if target.ReleaseName == name && target.StorageNamespace == ns {
 			return &list.Items[i], nil
 		}

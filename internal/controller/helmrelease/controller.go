@@ -18,23 +18,8 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/pace"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
-
-// ChartGetter returns the chart a HelmRelease asks for, the digest of its
-// content and the source revision it was resolved from.
-type ChartGetter interface {
-	GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*SourcedChart, error)
-}
-
-// SourcedChart is a release's chart and where it came from.
-type SourcedChart struct {
-	Chart *helm.Chart
-	// Digest identifies the desired chart (see chartDigestFor).
-	Digest string
-	// SourceRevision is what the chart was resolved from: a HelmRepository's
-	// index digest, an OCI manifest digest or a source's artifact revision.
-	SourceRevision string
-}
 
 // Options are the HelmRelease controller's settings.
 type Options struct {
@@ -44,7 +29,7 @@ type Options struct {
 	DefaultServiceAccount string
 	// Charts gets the charts; by default from Flux sources, with artifacts
 	// kept under ChartArtifactsDir.
-	Charts ChartGetter
+	Charts releasespec.ChartGetter
 	// ChartArtifactsDir holds the source artifacts charts are read from;
 	// defaults to a directory under the system's temporary directory.
 	ChartArtifactsDir string
@@ -79,7 +64,7 @@ type Reconciler struct {
 	// only their metadata, so it does not hold every Secret of the cluster in memory.
 	APIReader client.Reader
 	Engine    *helm.Engine
-	Charts    ChartGetter
+	Charts    releasespec.ChartGetter
 	Events    kit.Events
 	// DefaultServiceAccount is impersonated when a HelmRelease names none
 	// (--default-service-account), to lock tenants down.
@@ -101,10 +86,6 @@ type Reconciler struct {
 	// index concerns.
 	repoWatch *repositoryWatch
 }
-
-// sourceRetry is how soon a chart source that does not exist yet, or has no
-// artifact yet, is looked at again.
-const sourceRetry = 30 * time.Second
 
 // +kubebuilder:rbac:groups=kraan.io,resources=helmreleases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kraan.io,resources=helmreleases/status,verbs=get;update;patch

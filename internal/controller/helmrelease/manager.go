@@ -23,6 +23,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/pace"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 	"github.com/kraan-io/kraan-operator/internal/source"
 )
 
@@ -80,7 +81,7 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 
 // newSourceCharts gets charts from Flux sources, keeping artifacts in dir,
 // with fetch's caps on what repositories may send.
-func newSourceCharts(mgr ctrl.Manager, dir string, fetch chart.Options) (*SourceCharts, error) {
+func newSourceCharts(mgr ctrl.Manager, dir string, fetch chart.Options) (*releasespec.SourceCharts, error) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "kraan-operator", "chart-artifacts")
 	}
@@ -88,7 +89,7 @@ func newSourceCharts(mgr ctrl.Manager, dir string, fetch chart.Options) (*Source
 	if err != nil {
 		return nil, fmt.Errorf("opening the chart artifact store: %w", err)
 	}
-	return &SourceCharts{Reader: mgr.GetAPIReader(), Sources: mgr.GetClient(), Fetcher: chart.NewFetcher(fetch), Artifacts: store}, nil
+	return &releasespec.SourceCharts{Reader: mgr.GetAPIReader(), Sources: mgr.GetClient(), Fetcher: chart.NewFetcher(fetch), Artifacts: store}, nil
 }
 
 // setupWithManager registers the reconciler, its indexes and watches.
@@ -120,7 +121,7 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts kit.ControllerOptio
 		WithOptions(opts.Controller())
 	// A new artifact of a chart's source reconciles the releases built from
 	// it at once, not at their interval.
-	for kind, src := range map[string]artifactSource{
+	for kind, src := range map[string]releasespec.ArtifactSource{
 		sourcev1.GitRepositoryKind: &sourcev1.GitRepository{}, sourcev1.OCIRepositoryKind: &sourcev1.OCIRepository{},
 		sourcev1.BucketKind: &sourcev1.Bucket{}, sourcev1.HelmChartKind: &sourcev1.HelmChart{},
 	} {
@@ -149,8 +150,8 @@ type artifactChanged struct {
 }
 
 func (artifactChanged) Update(e event.UpdateEvent) bool {
-	oldSrc, okOld := e.ObjectOld.(artifactSource)
-	newSrc, okNew := e.ObjectNew.(artifactSource)
+	oldSrc, okOld := e.ObjectOld.(releasespec.ArtifactSource)
+	newSrc, okNew := e.ObjectNew.(releasespec.ArtifactSource)
 	if !okOld || !okNew {
 		return false
 	}
@@ -172,13 +173,13 @@ func (artifactChanged) Generic(event.GenericEvent) bool { return false }
 func chartSourceKeys(obj client.Object) []string {
 	hr := obj.(*kraanv1.HelmRelease)
 	if ref := hr.Spec.ChartRef; ref != nil {
-		return []string{chartSourceKey(ref.Kind, namespaced(ref.Namespace, hr.Namespace, ref.Name))}
+		return []string{chartSourceKey(ref.Kind, releasespec.Namespaced(ref.Namespace, hr.Namespace, ref.Name))}
 	}
 	if hr.Spec.Chart == nil {
 		return nil
 	}
 	ref := hr.Spec.Chart.Spec.SourceRef
-	return []string{chartSourceKey(ref.Kind, namespaced(ref.Namespace, hr.Namespace, ref.Name))}
+	return []string{chartSourceKey(ref.Kind, releasespec.Namespaced(ref.Namespace, hr.Namespace, ref.Name))}
 }
 
 func chartSourceKey(kind string, key client.ObjectKey) string {

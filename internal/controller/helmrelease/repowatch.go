@@ -12,6 +12,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 // repoWatchTick is how often due repositories are looked for; each
@@ -33,7 +34,7 @@ const (
 // or version it did not list, credentials it refused). Releases whose range
 // resolves as before are not touched.
 type repositoryWatch struct {
-	charts *SourceCharts
+	charts *releasespec.SourceCharts
 	// events re-queue releases through the controller's channel source.
 	events chan event.GenericEvent
 
@@ -60,7 +61,7 @@ type chartUse struct {
 	version string
 }
 
-func newRepositoryWatch(charts *SourceCharts) *repositoryWatch {
+func newRepositoryWatch(charts *releasespec.SourceCharts) *repositoryWatch {
 	return &repositoryWatch{
 		charts: charts,
 		events: make(chan event.GenericEvent, 64),
@@ -207,7 +208,7 @@ func (s *repositoryWatch) concerns(ctx context.Context, repo *chart.Repository, 
 // revision it had.
 func (s *repositoryWatch) revision(ctx context.Context, key types.NamespacedName, revalidate bool) (
 	string, time.Duration, *chart.Repository, error) {
-	repo, interval, err := s.charts.repository(ctx, key)
+	repo, interval, err := s.charts.Repository(ctx, key)
 	if interval == 0 {
 		interval = defaultIndexInterval
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 // TestSummaryFor_EveryCombination sets every combination of the owned
@@ -169,12 +170,12 @@ func TestClassifyChartError(t *testing.T) {
 		{"rate limited", &chart.StatusError{StatusCode: 429}, kit.ClassTransient},
 		{"unreachable", &chart.UnreachableError{URL: "http://127.0.0.1:1", Err: errors.New("refused")}, kit.ClassTransient},
 		{"unknown", errors.New("disk full"), kit.ClassTransient},
-		{"already waiting", kit.Waiting(kraanv1.ReasonArtifactFailed, sourceRetry, errNoArtifact), kit.ClassWaiting},
+		{"already waiting", kit.Waiting(kraanv1.ReasonArtifactFailed, releasespec.SourceRetry, releasespec.ErrNoArtifact), kit.ClassWaiting},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			err := classifyChartError(tc.err)
+			err := releasespec.ClassifyChartError(tc.err)
 			g.Expect(kit.Classify(err)).To(Equal(tc.class))
 			g.Expect(kit.ReasonOf(err, "")).To(Equal(kraanv1.ReasonArtifactFailed))
 			g.Expect(errors.Is(err, tc.err) || err.Error() == tc.err.Error()).To(BeTrue())

@@ -12,10 +12,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/redact"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
@@ -121,7 +124,7 @@ func (r *Reconciler) reconcileChart(ctx context.Context, sc *releaseScope) (ctrl
 		}
 		return ctrl.Result{}, nil
 	}
-	err = sc.redactor.Error(classifyChartError(err))
+	err = sc.redactor.Error(releasespec.ClassifyChartError(err))
 	if fromRepository && kit.Classify(err) == kit.ClassTerminal {
 		r.repoWatch.Track(ctx, key, repo, chartUseOf(sc.hr, ""))
 	}
@@ -138,18 +141,18 @@ func chartUseOf(hr *kraanv1.HelmRelease, version string) chartUse {
 
 // helmRepositoryOf is the HelmRepository the release's chart comes from.
 func helmRepositoryOf(hr *kraanv1.HelmRelease) (client.ObjectKey, bool) {
-	if hr.Spec.ChartRef != nil || hr.Spec.Chart == nil || hr.Spec.Chart.Spec.SourceRef.Kind != helmRepositoryKind {
+	if hr.Spec.ChartRef != nil || hr.Spec.Chart == nil || hr.Spec.Chart.Spec.SourceRef.Kind != sourcev1.HelmRepositoryKind {
 		return client.ObjectKey{}, false
 	}
 	ref := hr.Spec.Chart.Spec.SourceRef
-	return namespaced(ref.Namespace, hr.Namespace, ref.Name), true
+	return releasespec.Namespaced(ref.Namespace, hr.Namespace, ref.Name), true
 }
 
 // reconcileValues composes the values and checks them against the chart's
 // schema before any Helm action: values the chart rejects are the user's to
 // fix, not a failed install to retry and remediate.
 func (r *Reconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
-	values, err := r.composeValues(ctx, sc.hr, &sc.redactor)
+	values, err := releasespec.ComposeValues(ctx, r.APIReader, sc.hr, &sc.redactor)
 	if err == nil && helm.SchemaValidated(&sc.hr.Spec) {
 		err = helm.ValidateValues(sc.desired.Chart, values)
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 func TestReconciler_targetOf(t *testing.T) {
@@ -79,10 +80,10 @@ func TestReconciler_targetOf_persistentClient(t *testing.T) {
 func TestChartDigestFor_ReconcileStrategy(t *testing.T) {
 	g := NewWithT(t)
 	hr := &kraanv1.HelmRelease{Spec: kraanv1.HelmReleaseSpec{Chart: &kraanv1.HelmChartTemplate{}}}
-	g.Expect(chartDigestFor(hr, "sha256:c", "main@sha1:1")).To(Equal("sha256:c"), "ChartVersion: the chart's content only")
+	g.Expect(releasespec.ChartDigestFor(hr, "sha256:c", "main@sha1:1")).To(Equal("sha256:c"), "ChartVersion: the chart's content only")
 	hr.Spec.Chart.Spec.ReconcileStrategy = kraanv1.ReconcileStrategyRevision
-	first, second := chartDigestFor(hr, "sha256:c", "main@sha1:1"), chartDigestFor(hr, "sha256:c", "main@sha1:2")
+	first, second := releasespec.ChartDigestFor(hr, "sha256:c", "main@sha1:1"), releasespec.ChartDigestFor(hr, "sha256:c", "main@sha1:2")
 	g.Expect(first).NotTo(Equal(second), "Revision: a new artifact revision is a new chart")
-	g.Expect(first).To(Equal(chartDigestFor(hr, "sha256:c", "main@sha1:1")))
-	g.Expect(chartDigestFor(hr, "sha256:c", "")).To(Equal("sha256:c"), "a HelmRepository chart has no artifact revision")
+	g.Expect(first).To(Equal(releasespec.ChartDigestFor(hr, "sha256:c", "main@sha1:1")))
+	g.Expect(releasespec.ChartDigestFor(hr, "sha256:c", "")).To(Equal("sha256:c"), "a HelmRepository chart has no artifact revision")
 }

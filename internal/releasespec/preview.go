@@ -1,4 +1,4 @@
-package helmrelease
+package releasespec
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func PreviewRelease(ctx context.Context, engine *helm.Engine, reader client.Read
 	// The preview runs outside the operator, without its feature gates:
 	// Flux's defaults.
 	p.Target.PostRenderStrategy = defaults.Defaults{}.PostRenderStrategy(&hr.Spec)
-	cluster, err := clusterOf(ctx, reader, hr)
+	cluster, err := ClusterOf(ctx, reader, hr)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func PreviewRelease(ctx context.Context, engine *helm.Engine, reader client.Read
 	}
 	chrt := got.Chart
 	desired := helm.Desired{Chart: chrt, ChartDigest: got.Digest, PostRenderersDigest: helm.PostRenderersDigest(&hr.Spec)}
-	desired.Values, err = composeValues(ctx, reader, hr, p.Redactor)
+	desired.Values, err = ComposeValues(ctx, reader, hr, p.Redactor)
 	if err == nil && helm.SchemaValidated(&hr.Spec) {
 		err = helm.ValidateValues(chrt, desired.Values)
 	}

@@ -1,4 +1,4 @@
-package helmrelease
+package releasespec
 
 import (
 	"context"
@@ -16,9 +16,31 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/source"
 )
+
+// SourceRetry is how soon a chart source that does not exist yet, or has no
+// artifact yet, is looked at again: its watch usually brings the release back
+// sooner.
+const SourceRetry = 30 * time.Second
+
+// ChartGetter returns the chart a HelmRelease asks for, the digest of its
+// content and the source revision it was resolved from.
+type ChartGetter interface {
+	GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*SourcedChart, error)
+}
+
+// SourcedChart is a release's chart and where it came from.
+type SourcedChart struct {
+	Chart *helm.Chart
+	// Digest identifies the desired chart (see ChartDigestFor).
+	Digest string
+	// SourceRevision is what the chart was resolved from: a HelmRepository's
+	// index digest, an OCI manifest digest or a source's artifact revision.
+	SourceRevision string
+}
 
 // SourceCharts gets HelmRelease charts from Flux sources: a HelmRepository's
 // index (no source-controller needed), or a path in the artifact of a
@@ -49,11 +71,8 @@ func (s *SourceCharts) getSource(ctx context.Context, key client.ObjectKey, obj 
 	return s.Reader.Get(ctx, key, obj)
 }
 
-// errNoArtifact means a source has not produced an artifact yet.
-var errNoArtifact = errors.New("has no artifact yet")
-
-// helmRepositoryKind is the kind of a chart source served as an index.
-const helmRepositoryKind = sourcev1.HelmRepositoryKind
+// ErrNoArtifact means a source has not produced an artifact yet.
+var ErrNoArtifact = errors.New("has no artifact yet")
 
 // GetChart returns the chart of hr and where it came from.
 func (s *SourceCharts) GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*SourcedChart, error) {
@@ -73,16 +92,16 @@ func (s *SourceCharts) GetChart(ctx context.Context, hr *kraanv1.HelmRelease) (*
 	}
 	return &SourcedChart{
 		Chart:          res.Chart,
-		Digest:         chartDigestFor(hr, res.Digest, req.ArtifactRevision),
+		Digest:         ChartDigestFor(hr, res.Digest, req.ArtifactRevision),
 		SourceRevision: sourceRevision,
 	}, nil
 }
 
-// chartDigestFor identifies the desired chart: its content digest, and under
+// ChartDigestFor identifies the desired chart: its content digest, and under
 // reconcileStrategy Revision also the source's artifact revision, so that a
 // new revision is a new chart even when the chart's files did not change, as
 // Flux's HelmChart versions it.
-func chartDigestFor(hr *kraanv1.HelmRelease, digest, artifactRevision string) string {
+func ChartDigestFor(hr *kraanv1.HelmRelease, digest, artifactRevision string) string {
 	if hr.Spec.Chart == nil || hr.Spec.Chart.Spec.ReconcileStrategy != kraanv1.ReconcileStrategyRevision || artifactRevision == "" {
 		return digest
 	}
@@ -94,10 +113,10 @@ func chartDigestFor(hr *kraanv1.HelmRelease, digest, artifactRevision string) st
 // "HelmRepository apps/charts".
 func sourceOf(hr *kraanv1.HelmRelease) string {
 	if ref := hr.Spec.ChartRef; ref != nil {
-		return fmt.Sprintf("%s %s", ref.Kind, namespaced(ref.Namespace, hr.Namespace, ref.Name))
+		return fmt.Sprintf("%s %s", ref.Kind, Namespaced(ref.Namespace, hr.Namespace, ref.Name))
 	}
 	ref := hr.Spec.Chart.Spec.SourceRef
-	return fmt.Sprintf("%s %s", ref.Kind, namespaced(ref.Namespace, hr.Namespace, ref.Name))
+	return fmt.Sprintf("%s %s", ref.Kind, Namespaced(ref.Namespace, hr.Namespace, ref.Name))
 }
 
 func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (chart.Request, error) {
@@ -105,11 +124,11 @@ func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (ch
 		// The artifact of an OCIRepository holding a chart, or of a HelmChart,
 		// is the chart itself: at the artifact's root, or in its one directory
 		// (a packaged chart's archive holds <name>/Chart.yaml).
-		var src artifactSource = &sourcev1.OCIRepository{}
+		var src ArtifactSource = &sourcev1.OCIRepository{}
 		if ref.Kind == sourcev1.HelmChartKind {
 			src = &sourcev1.HelmChart{}
 		}
-		dir, revision, err := s.artifactDir(ctx, src, namespaced(ref.Namespace, hr.Namespace, ref.Name))
+		dir, revision, err := s.artifactDir(ctx, src, Namespaced(ref.Namespace, hr.Namespace, ref.Name))
 		if err != nil {
 			return chart.Request{}, err
 		}
@@ -117,11 +136,11 @@ func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (ch
 	}
 	spec := hr.Spec.Chart.Spec
 	req := chart.NewRequest(spec)
-	key := namespaced(spec.SourceRef.Namespace, hr.Namespace, spec.SourceRef.Name)
+	key := Namespaced(spec.SourceRef.Namespace, hr.Namespace, spec.SourceRef.Name)
 	var err error
 	switch spec.SourceRef.Kind {
 	case sourcev1.HelmRepositoryKind:
-		req.Repository, _, err = s.repository(ctx, key)
+		req.Repository, _, err = s.Repository(ctx, key)
 	case sourcev1.GitRepositoryKind:
 		req.ArtifactDir, req.ArtifactRevision, err = s.artifactDir(ctx, &sourcev1.GitRepository{}, key)
 	case sourcev1.BucketKind:
@@ -136,7 +155,7 @@ func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (ch
 
 // repository reads a HelmRepository and its credentials, and returns its
 // spec.interval.
-func (s *SourceCharts) repository(ctx context.Context, key client.ObjectKey) (*chart.Repository, time.Duration, error) {
+func (s *SourceCharts) Repository(ctx context.Context, key client.ObjectKey) (*chart.Repository, time.Duration, error) {
 	repo := &sourcev1.HelmRepository{}
 	if err := s.getSource(ctx, key, repo); err != nil {
 		return nil, 0, sourceReadError("HelmRepository", key, err)
@@ -232,15 +251,15 @@ func badRepositorySecret(repo *sourcev1.HelmRepository, field string, secret *co
 		client.ObjectKeyFromObject(repo), field, client.ObjectKeyFromObject(secret), err))
 }
 
-// artifactSource is a Flux source with an artifact.
-type artifactSource interface {
+// ArtifactSource is a Flux source with an artifact.
+type ArtifactSource interface {
 	client.Object
 	GetArtifact() *fluxmeta.Artifact
 }
 
 // artifactDir downloads (or reuses) the source's current artifact, and
 // returns where it is and its revision.
-func (s *SourceCharts) artifactDir(ctx context.Context, obj artifactSource, key client.ObjectKey) (string, string, error) {
+func (s *SourceCharts) artifactDir(ctx context.Context, obj ArtifactSource, key client.ObjectKey) (string, string, error) {
 	if err := s.getSource(ctx, key, obj); err != nil {
 		return "", "", sourceReadError(fmt.Sprintf("%T", obj), key, err)
 	}
@@ -248,7 +267,7 @@ func (s *SourceCharts) artifactDir(ctx context.Context, obj artifactSource, key 
 	if artifact == nil {
 		// source-controller has not produced one yet; its next revision is
 		// a matter of its interval.
-		return "", "", kit.Waiting(kraanv1.ReasonArtifactFailed, sourceRetry, fmt.Errorf("source %s %w", key, errNoArtifact))
+		return "", "", kit.Waiting(kraanv1.ReasonArtifactFailed, SourceRetry, fmt.Errorf("source %s %w", key, ErrNoArtifact))
 	}
 	dir, err := s.Artifacts.Fetch(ctx, source.FromFlux(artifact))
 	if err != nil {
@@ -257,7 +276,7 @@ func (s *SourceCharts) artifactDir(ctx context.Context, obj artifactSource, key 
 	return dir, artifact.Revision, nil
 }
 
-func namespaced(namespace, fallback, name string) client.ObjectKey {
+func Namespaced(namespace, fallback, name string) client.ObjectKey {
 	if namespace == "" {
 		namespace = fallback
 	}
@@ -269,17 +288,17 @@ func namespaced(namespace, fallback, name string) client.ObjectKey {
 func sourceReadError(what string, key client.ObjectKey, err error) error {
 	err = fmt.Errorf("reading %s %s: %w", what, key, err)
 	if apierrors.IsNotFound(err) {
-		return kit.Waiting(kraanv1.ReasonArtifactFailed, sourceRetry, err)
+		return kit.Waiting(kraanv1.ReasonArtifactFailed, SourceRetry, err)
 	}
 	return err
 }
 
-// classifyChartError decides, from the chart package's typed errors, whether
+// ClassifyChartError decides, from the chart package's typed errors, whether
 // a chart failure is the user's to fix (a chart or version the source does not
 // have, credentials refused, a broken chart) or may pass by itself (an
 // unreachable repository, a server error). Errors already classified keep
 // their class.
-func classifyChartError(err error) error {
+func ClassifyChartError(err error) error {
 	var terminal *kit.TerminalError
 	var waiting *kit.WaitingError
 	var transient *kit.TransientError

@@ -1,4 +1,4 @@
-package helmrelease
+package releasespec
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package helmrelease
+package releasespec
 
 import (
 	"context"
@@ -13,15 +13,10 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/redact"
 )
 
-// composeValues reads every valuesFrom object and merges the values. The
-// values of Secrets are recorded in secrets, so that no message quotes them.
-func (r *Reconciler) composeValues(ctx context.Context, hr *kraanv1.HelmRelease, secrets *redact.Redactor) (map[string]any, error) {
-	return composeValues(ctx, r.APIReader, hr, secrets)
-}
-
-// composeValues is Reconciler.composeValues with reader for the ConfigMaps
-// and Secrets.
-func composeValues(ctx context.Context, reader client.Reader, hr *kraanv1.HelmRelease, secrets *redact.Redactor) (map[string]any, error) {
+// ComposeValues reads every valuesFrom object of hr with reader and merges
+// the values. The values of Secrets are recorded in secrets, so that no
+// message quotes them.
+func ComposeValues(ctx context.Context, reader client.Reader, hr *kraanv1.HelmRelease, secrets *redact.Redactor) (map[string]any, error) {
 	sources := make([]helm.ValuesSource, 0, len(hr.Spec.ValuesFrom))
 	for _, ref := range hr.Spec.ValuesFrom {
 		data, err := valuesData(ctx, reader, hr.Namespace, ref)
