@@ -57,6 +57,9 @@ const (
 	ReasonPruneFailed       = "PruneFailed"
 	ReasonDeleting          = "Deleting"
 	ReasonPrerequisitesMet  = "PrerequisitesMet"
+	// ReasonLayerTestFailed: a layer test (an object annotated
+	// kraan.io/layer-test, run once the rest of the layer is ready) failed.
+	ReasonLayerTestFailed = "LayerTestFailed"
 	// ReasonDeployed is the reason of a Deployed layer's conditions: the
 	// word of its state (DeployedState) and condition (DeployedCondition).
 	ReasonDeployed = DeployedState

@@ -91,8 +91,8 @@ func (e *HTTPError) Error() string {
 type PathNotFoundError struct {
 	// Path is the path as the consumer gave it, e.g. "./addons/base".
 	Path string
-	// Revision is the artifact revision, when known (Store.FetchPath sets
-	// it; ResolvePath alone cannot know it).
+	// Revision is the artifact revision, when known (the layer controller
+	// sets it; ResolvePath alone cannot know it).
 	Revision string
 }
 

@@ -16,7 +16,7 @@ import (
 //
 // It returns an UnsafePathError when p is absolute, has a ".." element or
 // resolves outside dir through a symbolic link, and a PathNotFoundError
-// (without Revision; see Store.FetchPath) when p does not exist.
+// (without Revision, which the caller that knows it sets) when p does not exist.
 func ResolvePath(dir, p string) (string, error) {
 	rel, err := cleanConsumerPath(p)
 	if err != nil {

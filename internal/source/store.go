@@ -198,21 +198,6 @@ func (s *Store) SkippedLinks(a Artifact) ([]string, error) {
 	return lines[1:], nil
 }
 
-// FetchPath fetches the artifact and resolves path inside it (see
-// ResolvePath); a PathNotFoundError names the artifact's revision.
-func (s *Store) FetchPath(ctx context.Context, a Artifact, path string) (string, error) {
-	dir, err := s.Fetch(ctx, a)
-	if err != nil {
-		return "", err
-	}
-	p, err := ResolvePath(dir, path)
-	var notFound *PathNotFoundError
-	if errors.As(err, &notFound) {
-		notFound.Revision = a.Revision
-	}
-	return p, err
-}
-
 // acquire marks d in use so GC keeps it; release records when it was last
 // handed out, which starts the GCMinAge grace period.
 func (s *Store) acquire(d digest) {

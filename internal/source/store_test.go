@@ -387,22 +387,6 @@ func TestNew_removesTemporariesOfACrashedProcess(t *testing.T) {
 	g.Expect(entries(t, root)).To(ConsistOf("unrelated"))
 }
 
-func TestStore_FetchPath(t *testing.T) {
-	g := NewWithT(t)
-	srv := newArtifactServer(t)
-	s, _ := newTestStore(t, Options{})
-	a := srv.add("rev1", tarball(t, file("addons/base/hr.yaml", "x")))
-
-	got, err := s.FetchPath(context.Background(), a, "./addons/base")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(filepath.Join(got, "hr.yaml")).To(BeARegularFile())
-
-	_, err = s.FetchPath(context.Background(), a, "./addons/apps")
-	var notFound *PathNotFoundError
-	g.Expect(errors.As(err, &notFound)).To(BeTrue(), "got %v", err)
-	g.Expect(err).To(MatchError("path ./addons/apps not found in revision main@sha1:rev1"))
-}
-
 func TestFromFlux(t *testing.T) {
 	g := NewWithT(t)
 	size := int64(42)

@@ -12,9 +12,6 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 )
 
-// reasonLayerTestFailed is the reason of a layer whose test failed.
-const reasonLayerTestFailed = "LayerTestFailed"
-
 // testRestartPoll re-checks whether the previous run of a layer test is gone:
 // deleting a Job or Pod takes a moment, and the deletion is not watched.
 const testRestartPoll = time.Second
@@ -93,7 +90,7 @@ func (r *Reconciler) testFailure(ctx context.Context, sc *layerScope, test *unst
 	if output != "" {
 		msg += "; output: " + output
 	}
-	out := stalledFailure(reasonLayerTestFailed, msg)
+	out := stalledFailure(kraanv1.ReasonLayerTestFailed, msg)
 	out.requeue = sc.layer.Spec.Interval.Duration
 	return out
 }
