@@ -166,6 +166,14 @@ func isReady(o client.Object) bool {
 // idle measures the process's CPU time over idleWindow right after all
 // were Ready.
 func (r *operatorRun) idle(ctx context.Context) error {
+	reconciles := func() (float64, error) {
+		m, err := r.op.scrape(ctx)
+		return m.sum("controller_runtime_reconcile_total", map[string]string{"controller": "helmrelease"}), err
+	}
+	reconcilesBefore, err := reconciles()
+	if err != nil {
+		return err
+	}
 	before, err := r.op.cpuTime()
 	if err != nil {
 		return err
@@ -177,6 +185,11 @@ func (r *operatorRun) idle(ctx context.Context) error {
 		return err
 	}
 	window := time.Since(began)
+	reconcilesAfter, err := reconciles()
+	if err != nil {
+		return err
+	}
+	r.res.IdleReconciles = reconcilesAfter - reconcilesBefore
 	r.res.IdleWindowSeconds = window.Seconds()
 	r.res.IdleCPUPercent = 100 * (after - before).Seconds() / window.Seconds()
 	if _, r.res.IdleRSSMiB, err = r.op.memoryMiB(); err != nil {

@@ -85,6 +85,10 @@ type Operator struct {
 	// IdleWindowSeconds right after all were Ready, in % of one core.
 	IdleCPUPercent    float64 `json:"idleCPUPercent"`
 	IdleWindowSeconds float64 `json:"idleWindowSeconds"`
+	// IdleReconciles are the HelmRelease reconciles in that window: once
+	// a wave outlasts spec.interval (10m by default), the interval's
+	// reconciles (n per interval) are the steady state's work.
+	IdleReconciles float64 `json:"idleReconciles,omitempty"`
 	// Install are the API requests the operator made from the first
 	// HelmRelease created to the last one Ready.
 	Install Requests `json:"install"`

@@ -45,10 +45,10 @@ func systems(w io.Writer, s Size) {
 		"mapped from the page cache; ", op.IdleRSSMiB, op.IdleAnonMiB, op.IdleHeapMiB, op.IdleFileMiB)
 	fmt.Fprintf(w, "rollout pacing during the install: limit up to %.0f, up to %.0f rolling out and %.0f queued at once; ",
 		op.Pacing.MaxLimit, op.Pacing.MaxRolling, op.Pacing.MaxQueued)
-	fmt.Fprintf(w, "%.0f Helm actions while installing; idle CPU over %.0f s; resync took %s "+
+	fmt.Fprintf(w, "%.0f Helm actions while installing; idle CPU over %.0f s (%.0f reconciles in it); resync took %s "+
 		"(%d new revisions); cold start: /readyz after %s, all confirmed Ready after %s (%.0f reconciles, "+
 		"%.0f Helm actions, %d new revisions, %.1f API requests / release; RSS then %.0f MiB, peak %.0f MiB).\n\n",
-		op.HelmActionsInstall, op.IdleWindowSeconds, secs(op.Resync.Seconds), op.Resync.NewRevisions,
+		op.HelmActionsInstall, op.IdleWindowSeconds, op.IdleReconciles, secs(op.Resync.Seconds), op.Resync.NewRevisions,
 		secs(op.ColdStart.ReadyzSeconds), secs(op.ColdStart.Seconds), op.ColdStart.Reconciles,
 		op.ColdStart.HelmActions, op.ColdStart.NewRevisions, float64(op.ColdStart.Requests.Total)/n,
 		op.ColdStart.RSSMiB, op.ColdStart.PeakRSSMiB)
