@@ -49,7 +49,7 @@ func (r *Reconciler) cachedRecords(ctx context.Context, target helm.Target) (lat
 	records := &metav1.PartialObjectMetadataList{}
 	records.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	if err := r.List(ctx, records, client.InNamespace(target.StorageNamespace),
-		client.MatchingLabels{"owner": "helm", "name": target.ReleaseName}); err != nil {
+		client.MatchingFields{helmRecordIndex: target.ReleaseName}); err != nil {
 		return nil, 0, false
 	}
 	version = -1

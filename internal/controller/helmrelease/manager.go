@@ -8,6 +8,7 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -38,6 +39,9 @@ const (
 	// chartSourceIndex holds "<Kind>/<namespace>/<name>" of the chart's source
 	// (chart.spec.sourceRef or chartRef).
 	chartSourceIndex = ".spec.chartSource"
+	// helmRecordIndex holds, on the cached metadata of Helm's release
+	// records (Secrets labelled owner=helm), the release's name.
+	helmRecordIndex = ".metadata.labels.helmRelease"
 )
 
 // Setup builds the HelmRelease reconciler on engine and registers it with
@@ -104,6 +108,9 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts kit.ControllerOptio
 	}
 	if err := indexer.IndexField(ctx, &kraanv1.HelmRelease{}, chartSourceIndex, chartSourceKeys); err != nil {
 		return fmt.Errorf("indexing chart sources: %w", err)
+	}
+	if err := indexHelmRecords(ctx, indexer); err != nil {
+		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&kraanv1.HelmRelease{}, builder.WithPredicates(predicate.Or(
@@ -248,4 +255,32 @@ func (r *Reconciler) listRequests(ctx context.Context, opts ...client.ListOption
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&hr)})
 	}
 	return reqs
+}
+
+// indexHelmRecords indexes the cached metadata of Helm's release records by
+// release name (helmRecordKeys), which cachedRecords reads.
+func indexHelmRecords(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, secretMetadata(), helmRecordIndex, helmRecordKeys); err != nil {
+		return fmt.Errorf("indexing Helm release records: %w", err)
+	}
+	return nil
+}
+
+// secretMetadata is the type of the operator's cache of Secret metadata.
+func secretMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return m
+}
+
+// helmRecordKeys indexes a Helm release record by its release's name: the
+// in-sync check of each reconcile finds the release's records in the index
+// instead of matching the labels of every Secret of the namespace (all of
+// them Helm records of other releases, in a namespace holding thousands).
+func helmRecordKeys(obj client.Object) []string {
+	labels := obj.GetLabels()
+	if labels["owner"] != "helm" || labels["name"] == "" {
+		return nil
+	}
+	return []string{labels["name"]}
 }
