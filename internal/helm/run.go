@@ -191,7 +191,7 @@ func reinstallDetail(req Request, obs Observation) string {
 		obs.Latest.Chart.Metadata.Name, req.Desired.Chart.Metadata.Name)
 }
 
-// afterFailure looks at storage after a failed taken, counts the failure when
+// afterFailure looks at storage after a failed action, counts the failure when
 // it was a failed release, and says whether the run stops here, with which
 // error.
 func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Policy, obs Observation, taken ActionTaken, res *Result) (bool, error) {

@@ -79,7 +79,7 @@ func TestMerge_SizesOfSeveralRunsInOrder_TheLaterRunWins(t *testing.T) {
 	big.Machine.Commit = "fedcba9876543210"
 	big.Sizes = []report.Size{{Releases: 10000}, {Releases: 1000, Raw: report.Raw{Seconds: 1}}}
 	m := report.Merge(small, big)
-	var sizes []int
+	sizes := make([]int, 0, len(m.Sizes))
 	for _, s := range m.Sizes {
 		sizes = append(sizes, s.Releases)
 	}
