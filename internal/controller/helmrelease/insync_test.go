@@ -114,5 +114,6 @@ func fakeWith(records []*corev1.Secret) client.Client {
 	for _, r := range records {
 		objs = append(objs, r)
 	}
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithIndex(&corev1.Secret{}, helmRecordIndex, helmRecordKeys).Build()
 }
