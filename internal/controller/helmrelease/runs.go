@@ -33,10 +33,9 @@ type runs struct {
 	// last wrote it: a cached copy with another status may predate the
 	// write, and is read again from the API server.
 	written map[types.NamespacedName]string
-	// inFlight counts the runs not yet ended; idle returns memory to the
-	// system once a wave of them is over.
-	inFlight int
-	idle     *time.Timer
+	// idle returns memory to the system once a wave of runs is over
+	// (lifecycle counts them).
+	idle *time.Timer
 	// slots bounds the runs working (not waiting) at once.
 	slots chan struct{}
 	// ended re-queues a release whose run ended, or whose turn in the
@@ -191,7 +190,6 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 	}
 	rs.mu.Lock()
 	rs.byKey[r.key] = r
-	rs.inFlight++
 	if rs.idle != nil {
 		rs.idle.Stop()
 	}
@@ -205,7 +203,6 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 	timeout := helm.TimeoutOf(req.Spec)
 	began := time.Now()
 	go func() {
-		defer rs.lifecycle.leave()
 		var (
 			result helm.Result
 			err    error
@@ -219,14 +216,16 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 		progress.stop()
 		rs.mu.Lock()
 		r.finished, r.result, r.err = true, result, err
-		if rs.inFlight--; rs.inFlight == 0 {
-			rs.idle = time.AfterFunc(idleAfter, rs.freeMemoryIfIdle)
-		}
 		rs.mu.Unlock()
 		if rs.observeRun != nil && !errors.Is(err, errStoppedBeforeRun) {
 			rs.observeRun(time.Since(began), timeout)
 		}
 		rs.requeue(r.key)
+		if rs.lifecycle.leave() == 0 {
+			rs.mu.Lock()
+			rs.idle = time.AfterFunc(idleAfter, rs.freeMemoryIfIdle)
+			rs.mu.Unlock()
+		}
 	}()
 }
 
@@ -265,10 +264,7 @@ func (rs *runs) requeue(key types.NamespacedName) {
 // no run has started since: Go's runtime would keep it until its next forced
 // collection, and a node counts it against the pod all that time.
 func (rs *runs) freeMemoryIfIdle() {
-	rs.mu.Lock()
-	idle := rs.inFlight == 0
-	rs.mu.Unlock()
-	if idle {
+	if rs.lifecycle.inFlight() == 0 {
 		debug.FreeOSMemory()
 	}
 }

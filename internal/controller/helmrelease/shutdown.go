@@ -28,37 +28,60 @@ const DefaultRunGracePeriod = 25 * time.Second
 type runLifecycle struct {
 	grace time.Duration
 
-	mu       sync.Mutex
-	stopping bool
-	inFlight sync.WaitGroup
-	running  int
-	// stopped is closed when the operator starts stopping: a run waiting
-	// for a slot gives up, and re-queues nobody reads are dropped.
+	mu sync.Mutex
+	// running counts the runs started and not ended: the stop waits for
+	// none, and runs.freeMemoryIfIdle for a wave's end.
+	running int
+	// stopped is closed when the operator starts stopping: no run starts
+	// any more, a run waiting for a slot gives up, and re-queues nobody
+	// reads are dropped.
 	stopped chan struct{}
+	// drained is closed once stopped and no run is left.
+	drained chan struct{}
 }
 
 func newRunLifecycle(grace time.Duration) *runLifecycle {
-	return &runLifecycle{grace: grace, stopped: make(chan struct{})}
+	return &runLifecycle{grace: grace, stopped: make(chan struct{}), drained: make(chan struct{})}
 }
 
 // enter registers a run about to start; false once the operator stops.
 func (l *runLifecycle) enter() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.stopping {
+	if l.stopping() {
 		return false
 	}
 	l.running++
-	l.inFlight.Add(1)
 	return true
 }
 
-// leave records the end of a run enter let start.
-func (l *runLifecycle) leave() {
+// leave records the end of a run enter let start and returns how many runs
+// are left.
+func (l *runLifecycle) leave() int {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.running--
-	l.mu.Unlock()
-	l.inFlight.Done()
+	if l.running == 0 && l.stopping() {
+		close(l.drained)
+	}
+	return l.running
+}
+
+// inFlight is how many runs are going on.
+func (l *runLifecycle) inFlight() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.running
+}
+
+// stopping says whether the stop began; l.mu held.
+func (l *runLifecycle) stopping() bool {
+	select {
+	case <-l.stopped:
+		return true
+	default:
+		return false
+	}
 }
 
 // Start waits for the manager to stop, then for the runs in flight, at most
@@ -67,30 +90,24 @@ func (l *runLifecycle) Start(ctx context.Context) error {
 	<-ctx.Done()
 	log := ctrl.Log.WithName("helm-runs")
 	l.mu.Lock()
-	l.stopping = true
-	running := l.running
-	l.mu.Unlock()
 	close(l.stopped)
+	running := l.running
+	if running == 0 {
+		close(l.drained)
+	}
+	l.mu.Unlock()
 	if running == 0 {
 		return nil
 	}
 	log.Info("Stopping: waiting for the Helm runs in flight to finish", "runs", running, "gracePeriod", l.grace)
-	done := make(chan struct{})
-	go func() {
-		l.inFlight.Wait()
-		close(done)
-	}()
 	timer := time.NewTimer(l.grace)
 	defer timer.Stop()
 	select {
-	case <-done:
+	case <-l.drained:
 		log.Info("Stopping: every Helm run in flight finished")
 	case <-timer.C:
-		l.mu.Lock()
-		left := l.running
-		l.mu.Unlock()
 		log.Info("Stopping with Helm runs unfinished after the grace period: the next leader resumes their releases",
-			"runs", left, "gracePeriod", l.grace)
+			"runs", l.inFlight(), "gracePeriod", l.grace)
 	}
 	return nil
 }

@@ -32,10 +32,7 @@ func TestShutdown_TerminatedDuringInstall_FinishesItFirst(t *testing.T) {
 
 	newRelease(t, ns, map[string]any{"message": "one", "nodeSelector": gated.nodeSelector()})
 	waitMidOperation(t, ns, gated, 1, "pending-install")
-	stopped := terminate(first)
-	expectDraining(t, first)
-	gated.open(t)
-	expectExitedCleanly(t, first, stopped)
+	terminateMidRollout(t, first, gated)
 	g.Expect(first.Log()).To(ContainSubstring(logRunsFinished))
 	g.Expect(helmRevisions(g, ns)).To(Equal(map[int]string{1: "deployed"}),
 		"the stop cut the install: its revision was left for the next leader")
@@ -63,10 +60,7 @@ func TestShutdown_TerminatedDuringUpgrade_FinishesItFirst(t *testing.T) {
 	uid := deployment(g, ns).UID
 	setValues(t, ns, map[string]any{"message": "two", "nodeSelector": gated.nodeSelector()})
 	waitMidOperation(t, ns, gated, 2, "pending-upgrade")
-	stopped := terminate(first)
-	expectDraining(t, first)
-	gated.open(t)
-	expectExitedCleanly(t, first, stopped)
+	terminateMidRollout(t, first, gated)
 	g.Expect(helmRevisions(g, ns)).To(Equal(map[int]string{1: "superseded", 2: "deployed"}),
 		"the stop cut the upgrade: its revision was left for the next leader")
 
@@ -101,6 +95,17 @@ func TestShutdown_GracePeriodOver_ExitsAndTheNextLeaderResumes(t *testing.T) {
 	g.Expect(helmRevisions(g, ns)).To(Equal(map[int]string{1: "deployed"}), "the pending install was not resumed in place")
 	g.Expect(condition(hr, kraanv1.RemediatedCondition)).To(BeNil())
 	expectResumedEvents(t, ns, 1, kraanv1.ReasonInstallSucceeded)
+}
+
+// terminateMidRollout sends SIGTERM to op while Helm waits on the gated
+// rollout, checks op waits for its run, opens the gate and checks op then
+// exits on its own.
+func terminateMidRollout(t *testing.T, op *suite.RunningOperator, gated gate) {
+	t.Helper()
+	stopped := terminate(op)
+	expectDraining(t, op)
+	gated.open(t)
+	expectExitedCleanly(t, op, stopped)
 }
 
 // terminate sends SIGTERM to op, as the kubelet does, without waiting: the
