@@ -77,6 +77,17 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
+# Tools are built side by side, TOOLS_JOBS go builds at a time: one build
+# leaves cores idle while it downloads modules, links or runs cgo, and another
+# fills them. `make test` also compiles the module (go vet) beside them.
+TOOLS_JOBS ?= 4
+# The tools every test needs, the longest build first.
+TEST_TOOLS = helm-controller olm-tools $(ASSETS) source-controller $(CONTROLLER_GEN)
+# `make test` writes how long each phase and each tool build took here and
+# prints it at the end (hack/phase.sh).
+PHASES_LOG := $(CURDIR)/.cache/phases.tsv
+PHASE := $(CURDIR)/hack/phase.sh $(PHASES_LOG)
+
 ##@ General
 
 .PHONY: help
@@ -128,8 +139,19 @@ verify: generate manifests docs bundle-check chart-check catalog-check ## Fail w
 	@echo "verify: generated files and formatting are up to date"
 
 .PHONY: test
-test: manifests generate vet $(ASSETS) source-controller helm-controller olm-tools ## Run every test: unit, envtest and the local control plane.
-	$(GO) test $(GO_TEST_FLAGS) ./...
+test: ## Run every test: unit, envtest and the local control plane.
+	@mkdir -p $(dir $(PHASES_LOG)) && rm -f $(PHASES_LOG)
+	@$(PHASE) "tools, generate, vet" $(MAKE) --no-print-directory -j$(TOOLS_JOBS) $(TEST_TOOLS) generated-and-vetted \
+		|| { $(PHASE) --summary; exit 1; }
+	@status=0; $(PHASE) "go test" $(GO) test $(GO_TEST_FLAGS) ./... || status=$$?; $(PHASE) --summary; exit $$status
+
+# generated-and-vetted: the generated code, then go vet, which compiles every
+# package of the module (the tests reuse that compile), one after the other.
+.PHONY: generated-and-vetted
+generated-and-vetted: $(CONTROLLER_GEN)
+	@$(PHASE) "generate" $(MAKE) --no-print-directory generate
+	@$(PHASE) "manifests" $(MAKE) --no-print-directory manifests
+	@$(PHASE) "go vet" $(GO) vet ./...
 
 .PHONY: test-e2e
 test-e2e: $(ASSETS) source-controller helm-controller olm-tools ## Run the end-to-end tests on the local control plane.
@@ -420,33 +442,35 @@ cluster-down: ## Stop the local control plane.
 ##@ Tools (built once into TOOLS_DIR)
 
 .PHONY: tools
-tools: $(ASSETS) $(KUBECTL) $(CONTROLLER_GEN) $(GOLANGCI_LINT) source-controller helm-controller olm-tools ## Build every tool the project needs.
+tools: ## Build every tool the project needs, TOOLS_JOBS at a time.
+	@$(MAKE) --no-print-directory -j$(TOOLS_JOBS) $(TEST_TOOLS) $(GOLANGCI_LINT)
 
-# build-tool MODULE_DIR OUTPUT PACKAGES [LDFLAGS]: build into a temporary name
-# and rename, so an interrupted build never leaves a half-written tool in the cache.
-define build-tool
-	@mkdir -p $(dir $(2))
-	@echo ">> building $(notdir $(2)) from hack/tools/$(1) into $(dir $(2)) (once; $(4))"
-	cd hack/tools/$(1) && $(GO) build -trimpath -ldflags "$(3)" -o $(2).tmp $(5)
-	@mv $(2).tmp $(2)
+# build-tools MODULE_DIR OUTPUT_DIR LDFLAGS ESTIMATE PACKAGES: one go build of
+# every command of a pinned module that the project uses, into a temporary
+# directory, then renamed, so an interrupted build never leaves a half-written
+# tool in the cache. One build per module, not one per command: the commands
+# share most of their packages, and builds running side by side (TOOLS_JOBS)
+# would each compile the shared ones. Each build's time goes to PHASES_LOG.
+define build-tools
+	@rm -rf $(2)/.tmp && mkdir -p $(2)/.tmp
+	@echo ">> building $(notdir $(filter-out -%,$(5))) from hack/tools/$(1) into $(2) (once; $(4))"
+	cd hack/tools/$(1) && $(PHASE) "tool $(1)" $(GO) build -trimpath -ldflags "$(3)" -o $(2)/.tmp/ $(5)
+	@mv $(2)/.tmp/* $(2)/ && rmdir $(2)/.tmp
 endef
 
-$(KUBE_APISERVER):
-	$(call build-tool,kube,$@,$(KUBE_LDFLAGS),about 5 minutes,k8s.io/kubernetes/cmd/kube-apiserver)
-$(KUBE_CONTROLLER_MANAGER):
-	$(call build-tool,kube,$@,$(KUBE_LDFLAGS),about 2 minutes,k8s.io/kubernetes/cmd/kube-controller-manager)
-$(KUBE_SCHEDULER):
-	$(call build-tool,kube,$@,$(KUBE_LDFLAGS),about 1 minute,k8s.io/kubernetes/cmd/kube-scheduler)
-$(KUBECTL):
-	$(call build-tool,kube,$@,$(KUBE_LDFLAGS),about 1 minute,k8s.io/kubernetes/cmd/kubectl)
+# The four Kubernetes commands are built together (grouped target).
+$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) &:
+	$(call build-tools,kube,$(KUBE_DIR),$(KUBE_LDFLAGS),about 8 minutes,k8s.io/kubernetes/cmd/kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
 $(ETCD):
-	$(call build-tool,etcd,$@,,about 1 minute,go.etcd.io/etcd/server/v3)
+	$(call build-tools,etcd,$(dir $@),,about 1 minute,go.etcd.io/etcd/server/v3)
+	@mv $(dir $@)server $@
 $(KWOK):
-	$(call build-tool,kwok,$@,,about 2 minutes,sigs.k8s.io/kwok/cmd/kwok)
+	$(call build-tools,kwok,$(dir $@),,about 2 minutes,sigs.k8s.io/kwok/cmd/kwok)
 $(CONTROLLER_GEN):
-	$(call build-tool,controller-gen,$@,,about 1 minute,sigs.k8s.io/controller-tools/cmd/controller-gen)
+	$(call build-tools,controller-gen,$(dir $@),,about 1 minute,sigs.k8s.io/controller-tools/cmd/controller-gen)
 $(GOLANGCI_LINT):
-	$(call build-tool,golangci-lint,$@,,about 3 minutes,github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
+	$(call build-tools,golangci-lint,$(dir $@),,about 3 minutes,github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
 
 # kwok refuses to start without stages: take the "fast" node and pod stages and
 # the lease heartbeat shipped in kwok's own module.
@@ -479,7 +503,7 @@ export KRAAN_SOURCE_CONTROLLER := $(SOURCE_CONTROLLER)
 export KRAAN_SOURCE_CRDS := $(SOURCE_CRDS)
 
 $(SOURCE_CONTROLLER):
-	$(call build-tool,source-controller,$@,,about 3 minutes,github.com/fluxcd/source-controller)
+	$(call build-tools,source-controller,$(dir $@),,about 3 minutes,github.com/fluxcd/source-controller)
 
 $(SOURCE_CRDS)/.complete: $(SOURCE_CONTROLLER)
 	@src=$$(cd hack/tools/source-controller && $(GO) list -m -f '{{.Dir}}' github.com/fluxcd/source-controller)/config/crd/bases; \
@@ -523,7 +547,7 @@ $(HELM_CONTROLLER_SRC)/.complete:
 
 $(HELM_CONTROLLER): $(HELM_CONTROLLER_SRC)/.complete
 	@echo ">> building helm-controller from its module source into $(dir $@) (once; about 16 minutes on 2 shared cores)"
-	cd $(HELM_CONTROLLER_SRC) && GOFLAGS="-mod=mod -buildvcs=false" $(GO) build -trimpath -o $@.tmp .
+	cd $(HELM_CONTROLLER_SRC) && GOFLAGS="-mod=mod -buildvcs=false" $(PHASE) "tool helm-controller" $(GO) build -trimpath -o $@.tmp .
 	@mv $@.tmp $@
 
 $(HELM_CONTROLLER_CRDS)/.complete: $(HELM_CONTROLLER_SRC)/.complete
@@ -553,23 +577,23 @@ OPERATOR_SDK_LDFLAGS := -X $(SDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERSION) \
 	-X $(SDK_VERSION_PKG).KubernetesVersion=v1.33.1
 
 $(OPERATOR_SDK) $(SCORECARD_TEST) $(OLM) $(OLM_CATALOG) $(OPM): export GOFLAGS := -mod=mod -buildvcs=false
-$(OPM): export CGO_ENABLED := 1
+# opm's sqlite needs cgo; olm and catalog share its packages and build with it.
+$(OLM) $(OLM_CATALOG) $(OPM): export CGO_ENABLED := 1
 
-$(OPERATOR_SDK):
-	$(call build-tool,operator-sdk,$@,$(OPERATOR_SDK_LDFLAGS),about 4 minutes,-tags=containers_image_openpgp $(SDK_PKG)/cmd/operator-sdk)
-$(SCORECARD_TEST):
-	$(call build-tool,operator-sdk,$@,,about 2 minutes,-tags=containers_image_openpgp $(SDK_PKG)/images/scorecard-test)
-$(OLM):
-	$(call build-tool,olm,$@,,about 4 minutes,-tags=json1 github.com/operator-framework/operator-lifecycle-manager/cmd/olm)
-$(OLM_CATALOG):
-	$(call build-tool,olm,$@,,about 1 minute,-tags=json1 github.com/operator-framework/operator-lifecycle-manager/cmd/catalog)
-$(OPM):
-	$(call build-tool,olm,$@,,about 3 minutes,-tags=json1$(comma)containers_image_openpgp github.com/operator-framework/operator-registry/cmd/opm)
+# The version stamps only reach operator-sdk: scorecard-test links none of them.
+$(OPERATOR_SDK) $(SCORECARD_TEST) &:
+	$(call build-tools,operator-sdk,$(OPERATOR_SDK_DIR),$(OPERATOR_SDK_LDFLAGS),about 6 minutes,-tags=containers_image_openpgp \
+		$(SDK_PKG)/cmd/operator-sdk $(SDK_PKG)/images/scorecard-test)
+$(OLM) $(OLM_CATALOG) $(OPM) &:
+	$(call build-tools,olm,$(OLM_DIR),,about 8 minutes,-tags=json1$(comma)containers_image_openpgp \
+		github.com/operator-framework/operator-lifecycle-manager/cmd/olm \
+		github.com/operator-framework/operator-lifecycle-manager/cmd/catalog \
+		github.com/operator-framework/operator-registry/cmd/opm)
 
 comma := ,
 
 # The OLM end-to-end test (test/e2e/olm) runs OLM's operators and opm serve.
-test test-e2e: $(OLM) $(OLM_CATALOG) $(OPM)
+test-e2e: $(OLM) $(OLM_CATALOG) $(OPM)
 
 .PHONY: olm-tools
 olm-tools: $(OPERATOR_SDK) $(SCORECARD_TEST) $(OLM) $(OLM_CATALOG) $(OPM) ## Build operator-sdk, scorecard-test, OLM and opm.
