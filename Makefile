@@ -77,10 +77,11 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-# Tools are built side by side, TOOLS_JOBS go builds at a time: one build
-# leaves cores idle while it downloads modules, links or runs cgo, and another
-# fills them. `make test` also compiles the module (go vet) beside them.
-TOOLS_JOBS ?= 4
+# TOOLS_JOBS go builds of tools run at a time (make -j), beside go vet in
+# `make test`. Default 1: with 4 at a time a fresh 2-core machine ran `make
+# test` in 75 minutes (tools 48.6, 27 % of its CPU in the kernel; 2026-12-03),
+# against 49 one at a time (2026-12-02); docs/development.md.
+TOOLS_JOBS ?= 1
 # The tools every test needs, the longest build first.
 TEST_TOOLS = helm-controller olm-tools $(ASSETS) source-controller $(CONTROLLER_GEN)
 # `make test` writes how long each phase and each tool build took here and

@@ -24,7 +24,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kraan-io/kraan-operator/internal/imagebuild"
+	"github.com/kraan-io/kraan-operator/hack/image/imagebuild"
 )
 
 // source is the repository the images' org.opencontainers.image.source names.

@@ -200,6 +200,10 @@ func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Pol
 		return true, err
 	}
 	unchanged := sameRevision(obs.Latest, after.Latest)
+	if err := interruptedByAPIServer(cfg, taken, obs.Latest, after.Latest); err != nil {
+		res.Latest = after.Latest
+		return true, err
+	}
 	if !unchanged || taken.Action == ActionTest {
 		// A failed release counts against the retries. A failed test is
 		// one too: Helm records it on the revision's hooks, which leaves its

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 
-	"github.com/kraan-io/kraan-operator/internal/imagebuild"
+	"github.com/kraan-io/kraan-operator/hack/image/imagebuild"
 )
 
 // pushAll pushes the three layouts to the test registry and returns the

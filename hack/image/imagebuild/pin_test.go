@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kraan-io/kraan-operator/internal/imagebuild"
+	"github.com/kraan-io/kraan-operator/hack/image/imagebuild"
 )
 
 var testDigest = v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}

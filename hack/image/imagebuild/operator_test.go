@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 
-	"github.com/kraan-io/kraan-operator/internal/imagebuild"
+	"github.com/kraan-io/kraan-operator/hack/image/imagebuild"
 )
 
 // modulePath is the operator's Go module.

@@ -17,7 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kraan-io/kraan-operator/internal/imagebuild"
+	"github.com/kraan-io/kraan-operator/hack/image/imagebuild"
 )
 
 // registry is the in-process OCI registry (go-containerregistry's
