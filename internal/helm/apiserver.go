@@ -71,16 +71,12 @@ func interruptedByAPIServer(cfg *action.Configuration, taken ActionTaken, before
 		(before != nil && latest.Version <= before.Version) {
 		return nil
 	}
-	if latest.Labels == nil {
-		latest.Labels = map[string]string{}
-	}
 	pending := rcommon.StatusPendingUpgrade
 	if taken.Action == ActionInstall {
 		pending = rcommon.StatusPendingInstall
 	}
-	latest.Labels[InterruptedLabel] = pending.String()
 	err := taken.Err
-	if updateErr := cfg.Releases.Update(latest); updateErr != nil {
+	if updateErr := markInterrupted(cfg, latest, pending); updateErr != nil {
 		// Still not counted; unmarked, the next attempt remediates the
 		// failed revision as after any failure, which at worst reinstalls.
 		err = errors.Join(err, fmt.Errorf("marking revision %d interrupted: %w", latest.Version, updateErr))

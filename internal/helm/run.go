@@ -202,7 +202,8 @@ func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Pol
 	unchanged := sameRevision(obs.Latest, after.Latest)
 	if err := interruptedByAPIServer(cfg, taken, obs.Latest, after.Latest); err != nil {
 		res.Latest = after.Latest
-		return true, err
+		// taken.Err is redacted already, not what writing the record said.
+		return true, req.Redactor.Error(err)
 	}
 	if !unchanged || taken.Action == ActionTest {
 		// A failed release counts against the retries. A failed test is
@@ -418,15 +419,23 @@ func runTests(cfg *action.Configuration, req Request) error {
 func unlock(cfg *action.Configuration, rel *release.Release) (string, error) {
 	previous := rel.Info.Status
 	rel.SetStatus(rcommon.StatusFailed, fmt.Sprintf("Release was %s when the operation running it was interrupted", previous))
-	if rel.Labels == nil {
-		rel.Labels = map[string]string{}
-	}
-	rel.Labels[InterruptedLabel] = previous.String()
-	if err := cfg.Releases.Update(rel); err != nil {
+	if err := markInterrupted(cfg, rel, previous); err != nil {
 		return "", fmt.Errorf("marking release %s revision %d as failed: %w", rel.Name, rel.Version, err)
 	}
 	return fmt.Sprintf("revision %d was left %s by an interrupted operation (the operator stopped before Helm finished) and is marked failed",
 		rel.Version, previous), nil
+}
+
+// markInterrupted labels rel, a failed revision, with the status its
+// operation was in when something other than the release stopped it, and
+// writes it: Plan then completes the operation instead of remediating it,
+// and no failure is counted.
+func markInterrupted(cfg *action.Configuration, rel *release.Release, was rcommon.Status) error {
+	if rel.Labels == nil {
+		rel.Labels = map[string]string{}
+	}
+	rel.Labels[InterruptedLabel] = was.String()
+	return cfg.Releases.Update(rel)
 }
 
 // countFailure counts a failed install or upgrade. A failed test counts
