@@ -134,6 +134,10 @@ func startManager(ctx context.Context, opts *options) error {
 	if err != nil {
 		return err
 	}
+	watchConfigs, err := opts.watchConfigsSelector()
+	if err != nil {
+		return err
+	}
 	scheme := newScheme()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
@@ -162,13 +166,14 @@ func startManager(ctx context.Context, opts *options) error {
 	if err := operator.SetupAll(mgr, operator.Options{
 		ControllerOptions: kit.ControllerOptions{
 			MaxConcurrentReconciles: opts.concurrent, MinRetryDelay: opts.minRetryDelay, MaxRetryDelay: opts.maxRetryDelay,
-			NoCrossNamespaceRefs: opts.noCrossNamespaceRefs, DependencyRequeue: opts.requeueDependency,
 		},
+		NoCrossNamespaceRefs: opts.noCrossNamespaceRefs, DependencyRequeue: opts.requeueDependency,
 		Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount, ChartFetch: opts.chartFetch,
 		Watches: chartKinds, WatchNamespaces: opts.namespaces(),
 		RecordKeySecret: opts.recordKeySecret(), HelmDefaults: opts.helmDefaults,
 		MaxConcurrentRollouts: opts.maxConcurrentRollouts,
 		HelmRunGracePeriod:    opts.helmRunGracePeriod,
+		WatchConfigs:          watchConfigs,
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}

@@ -16,10 +16,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
@@ -43,7 +44,7 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-retry-delay", "metrics-bind-address",
 		"metrics-cert-dir", "metrics-secure", "min-retry-delay", "no-cross-namespace-refs", "pprof-bind-address",
 		"release-record-key-namespace", "release-record-key-secret", "requeue-dependency", "source-host-override",
-		"watch-label-selector", "watch-namespace", "watches-file",
+		"watch-configs-label-selector", "watch-label-selector", "watch-namespace", "watches-file",
 	}))
 }
 
@@ -215,4 +216,27 @@ func httpStatus(addr, path string) func() int {
 		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
+}
+
+// --watch-configs-label-selector defaults to Flux's label; empty selects
+// every ConfigMap and Secret; a selector that does not parse is refused.
+func TestParseOptions_WatchConfigsLabelSelector(t *testing.T) {
+	g := NewWithT(t)
+	opts, err := parseOptions(nil, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	sel, err := opts.watchConfigsSelector()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sel.Matches(labels.Set{"reconcile.fluxcd.io/watch": "Enabled"})).To(BeTrue())
+	g.Expect(sel.Matches(labels.Set{"app": "x"})).To(BeFalse())
+
+	opts, err = parseOptions([]string{"--watch-configs-label-selector="}, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	sel, err = opts.watchConfigsSelector()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sel.Matches(labels.Set{"app": "x"})).To(BeTrue())
+
+	opts, err = parseOptions([]string{"--watch-configs-label-selector=a in (b"}, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = opts.watchConfigsSelector()
+	g.Expect(err).To(MatchError(ContainSubstring("--watch-configs-label-selector")))
 }

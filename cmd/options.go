@@ -55,6 +55,7 @@ type options struct {
 	noCrossNamespaceRefs    bool
 	requeueDependency       time.Duration
 	watchLabelSelector      string
+	watchConfigs            string
 	watchesFile             string
 	watchNamespace          string
 	recordKeySecretName     string
@@ -128,11 +129,15 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 			"(watches.yaml) whose entry names none, impersonate; set it to lock tenants down to what that account may do.")
 	fs.BoolVar(&opts.noCrossNamespaceRefs, "no-cross-namespace-refs", false,
 		"Refuse HelmReleases that refer to a chart source or a dependency in another namespace (Flux's multi-tenancy lockdown).")
-	fs.DurationVar(&opts.requeueDependency, "requeue-dependency", kit.DefaultDependencyRequeue,
+	fs.DurationVar(&opts.requeueDependency, "requeue-dependency", helmrelease.DefaultDependencyRequeue,
 		"How often a HelmRelease waiting on its dependencies is looked at again, besides the watch on them.")
 	fs.StringVar(&opts.watchLabelSelector, "watch-label-selector", "",
 		"Reconcile only the HelmReleases, AddonsLayers and chart-backed objects matching this label selector, "+
 			"e.g. sharding.fluxcd.io/key=shard1 (Flux's sharding); empty reconciles all.")
+	fs.StringVar(&opts.watchConfigs, "watch-configs-label-selector", helmrelease.DefaultWatchConfigsLabelSelector,
+		"valuesFrom ConfigMaps and Secrets matching this label selector reconcile their HelmReleases as soon as they change "+
+			"(Flux's flag and default); others are read at each reconcile. Empty watches all, at the cost of caching "+
+			"every ConfigMap's metadata.")
 	fs.StringVar(&opts.watchesFile, "watches-file", defaultWatchesFile,
 		"watches.yaml listing the chart-backed kinds; relative to the working directory, then "+imageWatchesFile+".")
 	fs.StringVar(&opts.watchNamespace, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),

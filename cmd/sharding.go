@@ -28,6 +28,16 @@ func (o *options) labelSelector() (labels.Selector, error) {
 	return sel, nil
 }
 
+// watchConfigsSelector parses --watch-configs-label-selector; empty selects
+// every ConfigMap and Secret.
+func (o *options) watchConfigsSelector() (labels.Selector, error) {
+	sel, err := labels.Parse(o.watchConfigs)
+	if err != nil {
+		return nil, fmt.Errorf("--watch-configs-label-selector %q: %w", o.watchConfigs, err)
+	}
+	return sel, nil
+}
+
 // shardedKinds are the kinds --watch-label-selector splits between operator
 // processes: every kind the operator reconciles. Sources, Secrets and the
 // objects releases install are read whatever their labels.

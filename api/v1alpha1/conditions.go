@@ -70,6 +70,10 @@ const (
 // kept so that objects created by Kraan are cleaned up the same way.
 const Finalizer = "finalizers.kraan.io"
 
+// ChartFinalizer keeps an object of a chart-backed kind (watches.yaml) until
+// its Helm release is uninstalled.
+const ChartFinalizer = "kraan.io/uninstall-helm-release"
+
 // HelmRelease condition reasons, equal to the event reasons. Names match Flux
 // helm-controller's so alerts written for Flux carry over.
 const (

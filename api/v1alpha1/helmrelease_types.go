@@ -116,7 +116,9 @@ type HelmReleaseSpec struct {
 	Uninstall *Uninstall `json:"uninstall,omitempty"`
 
 	// ValuesFrom lists ConfigMaps and Secrets whose values are merged in order,
-	// before Values. A change to one of them upgrades the release.
+	// before Values. A change to one of them upgrades the release: at once
+	// when it is labelled reconcile.fluxcd.io/watch: Enabled (the operator's
+	// --watch-configs-label-selector), else at the next reconcile.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic

@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/test/env"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // options are the command line flags.

@@ -126,15 +126,25 @@ func (a *Applier) jobOutput(ctx context.Context, live *unstructured.Unstructured
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, job); err != nil {
 		return "", fmt.Errorf("reading %s: %w", Describe(live), err)
 	}
-	pods := &corev1.PodList{}
-	if err := a.client.List(ctx, pods, client.InNamespace(job.Namespace),
+	// Listed as unstructured, which the client reads from the API server: a
+	// typed list would start a cache of every pod of the cluster, whole, to
+	// read the few of one failed test.
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := a.client.List(ctx, list, client.InNamespace(job.Namespace),
 		client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
 		return "", fmt.Errorf("listing the pods of %s: %w", Describe(live), err)
 	}
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	pods := make([]corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &pods[i]); err != nil {
+			return "", fmt.Errorf("reading a pod of %s: %w", Describe(live), err)
+		}
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 	var output []string
-	for i := range pods.Items {
-		output = append(output, podOutput(&pods.Items[i])...)
+	for i := range pods {
+		output = append(output, podOutput(&pods[i])...)
 	}
 	return joinOutput(output), nil
 }

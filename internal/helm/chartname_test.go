@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // TestEngine_Run_chartNameChange: a release moved to a chart of another

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // helmModule is the Helm SDK; a move to another major version must touch
@@ -17,7 +17,6 @@ const helmModule = "helm.sh/helm/"
 // peer, the way the e2e tests use a real source-controller, so that a test
 // never checks the engine against the engine.
 var testSupport = []string{
-	"github.com/kraan-io/kraan-operator/internal/testutil/",
 	"github.com/kraan-io/kraan-operator/test/",
 }
 

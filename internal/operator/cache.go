@@ -1,8 +1,6 @@
 package operator
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
@@ -14,35 +12,17 @@ import (
 // are often the larger part of an object (a third of the cache at 1000
 // releases).
 //
-// ConfigMaps and Secrets are cached as metadata only, and all of them: a
-// change of a valuesFrom source is noticed by its resourceVersion, and the
-// in-sync check reads Helm's release records (owner=helm Secrets) there
-// instead of listing them per resync. The Habitat controller's peer lists
-// and pods, which it reads whole, live in a cache of its own that holds only
-// what the chart labelled. Of the objects cached as metadata (see
-// slimMetadata) only what the operator reads is kept.
+// Secrets are cached as metadata only, and all of them: the in-sync check
+// reads Helm's release records (owner=helm Secrets) there instead of
+// listing them per resync, and a Habitat turns Ready when a Secret it names
+// appears. Of the objects cached as metadata (see kit.SlimMetadata) only
+// what the operator reads is kept. The watches that need a labelled few of a
+// kind the cluster holds thousands of — the valuesFrom ConfigMaps labelled
+// for watching, the workloads a layer applied, the Habitat controller's
+// pods and peer lists — use caches of their own (kit.NewSelectedMetadataCache).
 func CacheOptions(watchNamespaces []string) cache.Options {
 	return cache.Options{
-		DefaultTransform:  slimMetadata(cache.TransformStripManagedFields()),
+		DefaultTransform:  kit.SlimMetadata(cache.TransformStripManagedFields()),
 		DefaultNamespaces: kit.CacheNamespaces(watchNamespaces),
-	}
-}
-
-// slimMetadata keeps of an object cached as metadata only (ConfigMaps,
-// Secrets, the workloads a layer waits for: thousands each) what the
-// operator reads: its identity, resourceVersion, generation, labels (layer
-// ownership, Helm's release records) and deletion. Annotations, owner
-// references and finalizers, as large as the rest (Helm's meta.helm.sh/*),
-// are dropped. Other objects go through next.
-func slimMetadata(next toolscache.TransformFunc) toolscache.TransformFunc {
-	return func(obj any) (any, error) {
-		m, ok := obj.(*metav1.PartialObjectMetadata)
-		if !ok {
-			return next(obj)
-		}
-		return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-			Generation: m.Generation, Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp,
-		}}, nil
 	}
 }

@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Nothing reads managedFields: the cache drops them to save memory.
@@ -23,24 +22,18 @@ func TestCacheOptions_DropManagedFields(t *testing.T) {
 	}
 }
 
-// Every ConfigMap and Secret stays in the cache (as metadata): a change of
-// any of them may be a HelmRelease's valuesFrom changing, and the in-sync
-// check reads Helm's release records there, so that a resync lists no Secret
-// and runs no Helm action. A selector on either kind narrows what the
-// HelmRelease controller sees too: the cache is configured per kind.
-func TestCacheOptions_KeepEveryConfigMapAndSecret(t *testing.T) {
+// The manager's cache selects no kind: a selector there applies to every
+// watch of the kind — Helm's release records among the Secrets, whatever
+// the chart-backed controllers' charts render, the Habitat controller's
+// StatefulSets — so the watches that need a labelled few of a kind use
+// caches of their own (kit.NewSelectedMetadataCache).
+func TestCacheOptions_SelectNoKind(t *testing.T) {
 	g := NewWithT(t)
-	values := labels.Set{"app": "x"}
-	record := labels.Set{"owner": "helm", "name": "r", "status": "deployed", "version": "1"}
-	for obj, by := range CacheOptions(nil).ByObject {
-		switch obj.(type) {
-		case *corev1.ConfigMap, *corev1.Secret:
-			if by.Label != nil {
-				g.Expect(by.Label.Matches(values)).To(BeTrue(), "a valuesFrom source would not be seen")
-				g.Expect(by.Label.Matches(record)).To(BeTrue(), "release records must stay cached")
-			}
-			g.Expect(by.Field).To(BeNil())
-		}
+	for _, namespaces := range [][]string{nil, {"a"}} {
+		opts := CacheOptions(namespaces)
+		g.Expect(opts.ByObject).To(BeEmpty())
+		g.Expect(opts.DefaultLabelSelector).To(BeNil())
+		g.Expect(opts.DefaultFieldSelector).To(BeNil())
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,9 +54,15 @@ type Options struct {
 	// Watches are the chart-backed kinds of watches.yaml, each reconciled as
 	// one Helm release per object.
 	Watches []watches.Watch
-	// WatchNamespaces limits the caches the Habitat controller starts itself;
-	// empty watches all namespaces, as the manager's cache.
+	// WatchNamespaces limits the caches the controllers start themselves
+	// (the Habitat controller's, the watched valuesFrom ConfigMaps, the
+	// layers' workloads); empty watches all namespaces, as the manager's cache.
 	WatchNamespaces []string
+	// WatchConfigs selects the valuesFrom ConfigMaps and Secrets whose
+	// change reconciles their releases at once
+	// (--watch-configs-label-selector); nil takes Flux's default,
+	// helmrelease.DefaultWatchConfigsLabelSelector.
+	WatchConfigs labels.Selector
 	// RecordKeySecret is the Secret, in the operator's namespace, whose key
 	// signs the release records the operator writes (created when absent).
 	RecordKeySecret types.NamespacedName
@@ -71,6 +78,12 @@ type Options struct {
 	// HelmRunGracePeriod is how long Helm actions in flight may finish once
 	// the operator stops (--helm-run-grace-period).
 	HelmRunGracePeriod time.Duration
+	// NoCrossNamespaceRefs refuses HelmRelease references to objects in
+	// other namespaces (--no-cross-namespace-refs).
+	NoCrossNamespaceRefs bool
+	// DependencyRequeue is how often a HelmRelease waiting on its
+	// dependencies is looked at again (--requeue-dependency).
+	DependencyRequeue time.Duration
 }
 
 // WatchedKinds are the kinds whose informers must have synced before the
@@ -113,6 +126,10 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		HelmDefaults:          opts.HelmDefaults,
 		MaxConcurrentRollouts: opts.MaxConcurrentRollouts,
 		RunGracePeriod:        opts.HelmRunGracePeriod,
+		NoCrossNamespaceRefs:  opts.NoCrossNamespaceRefs,
+		DependencyRequeue:     opts.DependencyRequeue,
+		WatchConfigs:          opts.WatchConfigs,
+		WatchNamespaces:       opts.WatchNamespaces,
 	}); err != nil {
 		return fmt.Errorf("setting up the HelmRelease controller: %w", err)
 	}

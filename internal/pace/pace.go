@@ -253,6 +253,18 @@ func (p *Pacer) Observe(took, timeout time.Duration) {
 	p.announce(turns)
 }
 
+// SlowAfter is how long a rollout may take before the pacer counts it as
+// queued: queuedFactor × the baseline + queuedSlack, or zero before any
+// rollout was observed.
+func (p *Pacer) SlowAfter() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.baseline == 0 {
+		return 0
+	}
+	return queuedFactor*p.baseline + queuedSlack
+}
+
 // Stats are what the metrics show.
 type Stats struct {
 	Rolling, Queued, Limit int

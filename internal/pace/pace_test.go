@@ -145,3 +145,15 @@ func TestObserve_AWaveDoesNotMakeQueueingTheNorm_ASlowerClusterIsLearnt(t *testi
 	observe(5000)
 	g.Expect(p.Stats().Limit).To(BeNumerically(">", 100))
 }
+
+// SlowAfter is the duration past which a rollout counts as queued: unknown
+// (zero) before the first rollout, then 3 × the baseline + 5 s.
+func TestSlowAfter_FollowsTheBaseline(t *testing.T) {
+	g := NewWithT(t)
+	p, _, _ := newTestPacer(Options{})
+	g.Expect(p.SlowAfter()).To(BeZero())
+	p.Observe(10*time.Second, 0)
+	g.Expect(p.SlowAfter()).To(Equal(35 * time.Second))
+	p.Observe(2*time.Second, 0)
+	g.Expect(p.SlowAfter()).To(Equal(11*time.Second), "the fastest rollout sets the baseline")
+}

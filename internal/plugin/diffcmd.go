@@ -11,9 +11,9 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
-	"github.com/kraan-io/kraan-operator/internal/controller/addonslayer"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/layerspec"
 	"github.com/kraan-io/kraan-operator/internal/plugin/diff"
 	"github.com/kraan-io/kraan-operator/internal/releasespec"
 	"github.com/kraan-io/kraan-operator/internal/source"
@@ -88,9 +88,9 @@ func (d *diffOptions) layer(ctx context.Context, name string) error {
 	return d.report(changes)
 }
 
-func (d *diffOptions) renderLayer(ctx context.Context, s *session, layer *kraanv1.AddonsLayer) (*addonslayer.Rendered, error) {
+func (d *diffOptions) renderLayer(ctx context.Context, s *session, layer *kraanv1.AddonsLayer) (*layerspec.Rendered, error) {
 	if d.local != "" {
-		return addonslayer.RenderLayerDir(ctx, layer, d.local)
+		return layerspec.RenderLayerDir(layer, d.local)
 	}
 	dir, err := os.MkdirTemp("", "kubectl-kraan-")
 	if err != nil {
@@ -101,7 +101,7 @@ func (d *diffOptions) renderLayer(ctx context.Context, s *session, layer *kraanv
 	if err != nil {
 		return nil, err
 	}
-	return addonslayer.RenderLayer(ctx, s.client, store, layer, defaultSourceNamespace(ctx, s, d.sourceNamespace))
+	return layerspec.RenderLayer(ctx, s.client, store, layer, defaultSourceNamespace(ctx, s, d.sourceNamespace))
 }
 
 // inventoryObjects are the objects the layer applied, from its status. Entries

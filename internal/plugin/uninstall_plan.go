@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/chartbacked"
 )
 
 // The label every object of the operator's installation carries, whether
@@ -29,7 +28,7 @@ const (
 // ourFinalizers are the finalizers the operator's controllers put on custom
 // resources: removing them is what keeps a deletion from uninstalling.
 // Kraan's finalizer has the same name as the layers' and goes with it.
-var ourFinalizers = []string{kraanv1.Finalizer, chartbacked.ChartFinalizer}
+var ourFinalizers = []string{kraanv1.Finalizer, kraanv1.ChartFinalizer}
 
 // operatorKinds are the kinds of the operator's installation uninstall
 // deletes, found by operatorLabel, Deployments first. Kinds whose API the

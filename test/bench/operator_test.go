@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/bench/report"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 )
 
 // Phases of the operator's measurement.
@@ -135,6 +135,10 @@ func (r *operatorRun) install(ctx context.Context) error {
 		return err
 	}
 	r.res.HelmActionsInstall = after.helmActions() - before.helmActions()
+	r.res.StatusWritesInstall = map[string]float64{}
+	for _, cause := range []string{"queued", "progress", "reconcile"} {
+		r.res.StatusWritesInstall[cause] = after.statusWrites(cause) - before.statusWrites(cause)
+	}
 	r.res.PeakRSSMiB, r.res.ReadyRSSMiB, err = r.op.memoryMiB()
 	return err
 }
@@ -164,44 +168,58 @@ func isReady(o client.Object) bool {
 }
 
 // idle measures the process's CPU time over idleWindow right after all
-// were Ready.
+// were Ready, which still holds the wave's end (the memory handed back
+// 5 s after the last run, the rollout informers stopping 10 s after the
+// last wait), then over the idleWindow after it: the settled steady state.
 func (r *operatorRun) idle(ctx context.Context) error {
-	reconciles := func() (float64, error) {
-		m, err := r.op.scrape(ctx)
-		return m.sum("controller_runtime_reconcile_total", map[string]string{"controller": "helmrelease"}), err
-	}
-	reconcilesBefore, err := reconciles()
+	var err error
+	r.res.IdleCPUPercent, r.res.IdleReconciles, r.res.IdleWindowSeconds, err = r.cpuOver(ctx, idleWindow)
 	if err != nil {
 		return err
 	}
-	before, err := r.op.cpuTime()
-	if err != nil {
-		return err
-	}
-	began := time.Now()
-	time.Sleep(idleWindow) // the measurement window itself, not a wait for something
-	after, err := r.op.cpuTime()
-	if err != nil {
-		return err
-	}
-	window := time.Since(began)
-	reconcilesAfter, err := reconciles()
-	if err != nil {
-		return err
-	}
-	r.res.IdleReconciles = reconcilesAfter - reconcilesBefore
-	r.res.IdleWindowSeconds = window.Seconds()
-	r.res.IdleCPUPercent = 100 * (after - before).Seconds() / window.Seconds()
 	if _, r.res.IdleRSSMiB, err = r.op.memoryMiB(); err != nil {
 		return err
 	}
 	if r.res.IdleAnonMiB, r.res.IdleFileMiB, err = r.op.residentSplitMiB(); err != nil {
 		return err
 	}
+	r.res.SettledCPUPercent, r.res.SettledReconciles, _, err = r.cpuOver(ctx, idleWindow)
+	if err != nil {
+		return err
+	}
 	// The heap profile of the steady state, for `go tool pprof` (where the
 	// RSS goes); taken last, as its GC changes the resident set.
 	r.res.IdleHeapMiB, err = r.op.saveHeapProfile(ctx, filepath.Join(r.dir, fmt.Sprintf("heap-%d.pprof", r.n)))
 	return err
+}
+
+// cpuOver measures the process's CPU time over window, in % of one core,
+// and the HelmRelease reconciles in it.
+func (r *operatorRun) cpuOver(ctx context.Context, window time.Duration) (percent, reconciles, seconds float64, err error) {
+	reconcileCount := func() (float64, error) {
+		m, err := r.op.scrape(ctx)
+		return m.sum("controller_runtime_reconcile_total", map[string]string{"controller": "helmrelease"}), err
+	}
+	reconcilesBefore, err := reconcileCount()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	before, err := r.op.cpuTime()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	began := time.Now()
+	time.Sleep(window) // the measurement window itself, not a wait for something
+	after, err := r.op.cpuTime()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	took := time.Since(began)
+	reconcilesAfter, err := reconcileCount()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return 100 * (after - before).Seconds() / took.Seconds(), reconcilesAfter - reconcilesBefore, took.Seconds(), nil
 }
 
 // resync asks for a reconcile of every HelmRelease (Flux's

@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/test/bench/report"
 	"github.com/kraan-io/kraan-operator/test/localplane"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // operatorProcess is the operator binary running beside the plane, as
@@ -167,6 +167,11 @@ func hasLabels(s *dto.Metric, want map[string]string) bool {
 
 // helmActions is every Helm action the operator timed, whatever its outcome.
 func (m metrics) helmActions() float64 { return m.sum("kraan_helm_action_duration_seconds", nil) }
+
+// statusWrites is the HelmRelease status writes of cause the operator sent.
+func (m metrics) statusWrites(cause string) float64 {
+	return m.sum("kraan_helmrelease_status_writes_total", map[string]string{"cause": cause})
+}
 
 // Process statistics from /proc. Clock ticks are USER_HZ, which Linux
 // fixes at 100 for user space.

@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/bench/report"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 )
 
 // appliers is how many clients apply the raw objects in parallel: the

@@ -13,8 +13,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/bench/report"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 )
 
 // sdkMeasured is the most releases the sequential floor really installs;

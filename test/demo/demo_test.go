@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/test/env"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // buildDemo builds hack/demo once, so that both runs measure the demo and

@@ -102,7 +102,7 @@ func testTamperedArtifact(h *harness) {
 		g.Expect(l.Status.Revision).To(Equal(rev1), "the last Deployed revision")
 		// A mismatch may be a file being replaced: not Stalled, retried.
 		expectConditions(g, l, map[string]metav1.ConditionStatus{
-			kraanv1.StalledCondition: metav1.ConditionFalse, kraanv1.ReconcilingCondition: metav1.ConditionTrue,
+			kraanv1.StalledCondition: absent, kraanv1.ReconcilingCondition: metav1.ConditionTrue,
 		})
 	}))
 	h.expectEvent("guarded", corev1.EventTypeWarning, "ArtifactFailed", "digest mismatch")
@@ -158,7 +158,7 @@ func testEscapingPaths(h *harness, reg string) {
 		}
 		// Fetching the same artifact again cannot help: Stalled, not retrying.
 		expectConditions(g, l, map[string]metav1.ConditionStatus{
-			kraanv1.StalledCondition: metav1.ConditionTrue, kraanv1.ReconcilingCondition: metav1.ConditionFalse,
+			kraanv1.StalledCondition: metav1.ConditionTrue, kraanv1.ReconcilingCondition: absent,
 		})
 		g.Expect(l.Status.ObservedGeneration).To(Equal(l.Generation))
 	}))

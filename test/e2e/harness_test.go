@@ -33,10 +33,10 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 	"github.com/kraan-io/kraan-operator/internal/operator"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/env"
 	"github.com/kraan-io/kraan-operator/test/localplane"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 const (

@@ -102,6 +102,10 @@ func cond(l *kraanv1.AddonsLayer, t string) metav1.Condition {
 	return metav1.Condition{}
 }
 
+// absent is the status of a condition the layer does not carry: Stalled and
+// Reconciling are removed when false (kstatus' rule).
+const absent metav1.ConditionStatus = ""
+
 // expectConditions checks each condition type has the status given.
 func expectConditions(g Gomega, l *kraanv1.AddonsLayer, want map[string]metav1.ConditionStatus) {
 	for t, s := range want {

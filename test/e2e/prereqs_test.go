@@ -65,7 +65,7 @@ func testHoldUnhold(h *harness) {
 		g.Expect(ready.Reason).To(Equal("OnHold"))
 		g.Expect(ready.Message).To(ContainSubstring("on hold"))
 		expectConditions(g, l, map[string]metav1.ConditionStatus{
-			kraanv1.ReconcilingCondition: metav1.ConditionFalse, kraanv1.StalledCondition: metav1.ConditionFalse,
+			kraanv1.ReconcilingCondition: absent, kraanv1.StalledCondition: absent,
 		})
 	}))
 	g.Eventually(func(g Gomega) { expectHeld(g, h.helmReleaseOf(g, "hold", "podinfo"), true) }).
@@ -180,7 +180,7 @@ func testDependencyCycle(h *harness) {
 		h.logReady(h.waitLayer(name, kraanv1.FailedState, func(g Gomega, l *kraanv1.AddonsLayer) {
 			expectConditions(g, l, map[string]metav1.ConditionStatus{
 				kraanv1.StalledCondition: metav1.ConditionTrue, kraanv1.ReadyCondition: metav1.ConditionFalse,
-				kraanv1.ReconcilingCondition: metav1.ConditionFalse, kraanv1.PrerequisitesMetCondition: metav1.ConditionFalse,
+				kraanv1.ReconcilingCondition: absent, kraanv1.PrerequisitesMetCondition: metav1.ConditionFalse,
 			})
 			for _, t := range []string{kraanv1.ReadyCondition, kraanv1.StalledCondition} {
 				g.Expect(cond(l, t).Reason).To(Equal("DependencyCycle"), t)
@@ -197,7 +197,7 @@ func testDependencyCycle(h *harness) {
 	h.updateLayer("cycle-b", func(l *kraanv1.AddonsLayer) { l.Spec.Prereqs.DependsOn = nil })
 	for _, name := range []string{"cycle-b", "cycle-a"} {
 		h.waitLayer(name, kraanv1.DeployedState, func(g Gomega, l *kraanv1.AddonsLayer) {
-			g.Expect(cond(l, kraanv1.StalledCondition).Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(cond(l, kraanv1.StalledCondition).Status).To(Equal(absent))
 		})
 		g.Expect(h.configMapValue("default", name)).To(Equal(name[len("cycle-"):]))
 	}

@@ -15,7 +15,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // TestLayers_Tenant plays a tenant who may write objects of one namespace

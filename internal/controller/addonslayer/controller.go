@@ -36,8 +36,6 @@ type Options struct {
 	// DefaultSourceNamespace is the namespace of a layer's source when
 	// spec.source.namespace is empty (Kraan's RUNTIME_NAMESPACE).
 	DefaultSourceNamespace string
-	// Store, when set, is used instead of a store built from DataPath (tests).
-	Store *source.Store
 }
 
 // Reconciler reconciles AddonsLayer objects: it fetches the layer's
@@ -67,13 +65,9 @@ type Reconciler struct {
 // A layer may hold any kind of object, so the operator applies and prunes any kind.
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;create;update;patch;delete
 
-// layerStep is one step of a layer's reconcile. It returns nil to go on, or
-// the halt that ends this reconcile and says what to report.
-type layerStep func(ctx context.Context, sc *layerScope) *halt
-
 // Reconcile brings one AddonsLayer towards its desired state, as a list of
-// steps; the status is written once, by the deferred patch.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+// steps; the status is written once, by finish.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := r.now()
 	obj := &kraanv1.AddonsLayer{}
 	// Fresh, not from the cache: acting on a stale spec is how Kraan applied a
@@ -94,62 +88,71 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 	sc := newLayerScope(r.Client, obj, r.now())
-	defer func() {
-		// Errors quote object content, Secret data included: mask it before
-		// anything is written, recorded or logged.
-		sc.redactHalt()
-		retErr = sc.redactor.Error(retErr)
-		r.summarize(sc)
-		// Metrics first: whoever sees the new status sees the metrics of it.
-		r.Metrics.record(sc.layer, r.now().Sub(start))
-		retErr = errors.Join(retErr, r.patchStatus(ctx, sc))
-	}()
+	_, err := r.reconcile(ctx, sc)
+	return r.finish(ctx, sc, start, err)
+}
 
-	if !obj.DeletionTimestamp.IsZero() {
-		sc.halt = r.reconcileDelete(ctx, sc)
-		return sc.halt.result()
+// reconcile runs the layer's steps. A step ends the reconcile with an error
+// (a layerError: the state and kit's class); a layer that went through every
+// step is Deployed.
+func (r *Reconciler) reconcile(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
+	if !sc.layer.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, sc)
 	}
 	if err := kit.EnsureFinalizer(ctx, r.Client, sc.layer, kraanv1.Finalizer, sc.patcher); err != nil {
-		sc.halt = failed(kraanv1.ReasonReconcileError, err)
-		return sc.halt.result()
+		return ctrl.Result{}, failed(kraanv1.ReasonReconcileError, err)
 	}
-	steps := []layerStep{
+	return kit.RunSteps(ctx, sc,
 		r.reconcileHold, r.reconcileSource, r.reconcileRender, r.reconcileHandover,
 		r.reconcilePrerequisites, r.reconcileApply, r.reconcileReadiness, r.reconcileLayerTests,
+	)
+}
+
+// finish reports how the steps ended (state, conditions, event, metrics),
+// writes the status once, and tells controller-runtime when to come back:
+// from the error's class, or spec.interval for a Deployed layer.
+func (r *Reconciler) finish(ctx context.Context, sc *layerScope, start time.Time, err error) (ctrl.Result, error) {
+	// Errors quote object content, Secret data included: masked before
+	// anything is written, recorded or logged.
+	err = sc.redactor.Error(err)
+	out := deployed(sc)
+	if err != nil {
+		out = outcomeOf(err)
 	}
-	for _, step := range steps {
-		if h := step(ctx, sc); h != nil {
-			sc.halt = h
-			return h.result()
-		}
+	r.summarize(sc, out)
+	// Metrics first: whoever sees the new status sees the metrics of it.
+	r.Metrics.record(sc.layer, r.now().Sub(start))
+	patchErr := r.patchStatus(ctx, sc)
+	if err == nil {
+		return ctrl.Result{RequeueAfter: out.requeue}, patchErr
 	}
-	sc.halt = deployed(sc)
-	return sc.halt.result()
+	res, err := kit.ResultOf(err)
+	return res, errors.Join(err, patchErr)
 }
 
 // reconcileDelete releases every object of the inventory, waits the grace
 // period (spec.interval) so other layers can adopt them, prunes the rest, then
 // removes the finalizer.
-func (r *Reconciler) reconcileDelete(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileDelete(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(sc.layer, kraanv1.Finalizer) {
-		return &halt{state: kraanv1.PruningState, reason: kraanv1.ReasonDeleting, message: "AddonsLayer is being deleted"}
+		return ctrl.Result{}, waitingIn(kraanv1.PruningState, kraanv1.ReasonDeleting, 0, "AddonsLayer is being deleted")
 	}
 	pending, until, err := r.releaseAll(ctx, sc, nil)
 	if err != nil {
-		return failed(kraanv1.ReasonPruneFailed, err)
+		return ctrl.Result{}, failed(kraanv1.ReasonPruneFailed, err)
 	}
 	if len(pending) > 0 {
 		sc.inventory = pending
-		return &halt{state: kraanv1.PruningState, reason: kraanv1.ReasonDeleting, requeue: until.Sub(sc.now) + time.Second,
-			message: fmt.Sprintf("AddonsLayer is being deleted: %d objects are released and pruned at %s unless another layer adopts them",
-				len(pending), until.UTC().Format(time.RFC3339))}
+		return ctrl.Result{}, waitingIn(kraanv1.PruningState, kraanv1.ReasonDeleting, until.Sub(sc.now)+time.Second,
+			fmt.Sprintf("AddonsLayer is being deleted: %d objects are released and pruned at %s unless another layer adopts them",
+				len(pending), until.UTC().Format(time.RFC3339)))
 	}
 	base := sc.layer.DeepCopy()
 	controllerutil.RemoveFinalizer(sc.layer, kraanv1.Finalizer)
 	if err := r.Patch(ctx, sc.layer, client.MergeFrom(base)); err != nil {
-		return failed(kraanv1.ReasonPruneFailed, fmt.Errorf("removing finalizer: %w", err))
+		return ctrl.Result{}, failed(kraanv1.ReasonPruneFailed, fmt.Errorf("removing finalizer: %w", err))
 	}
 	r.Metrics.forget(sc.layer.Name)
 	sc.deleted = true
-	return &halt{state: kraanv1.PruningState, reason: kraanv1.ReasonDeleting, message: "AddonsLayer deleted, its objects were pruned or adopted"}
+	return ctrl.Result{}, waitingIn(kraanv1.PruningState, kraanv1.ReasonDeleting, 0, "AddonsLayer deleted, its objects were pruned or adopted")
 }

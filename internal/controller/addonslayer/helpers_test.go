@@ -35,8 +35,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
-	"github.com/kraan-io/kraan-operator/internal/source"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 const sourceNamespace = "flux-system"
@@ -81,15 +80,13 @@ func startLayerEnv(t *testing.T) *layerEnv {
 	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	store, err := source.New(t.TempDir(), source.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
 	dryRuns := &atomic.Int64{}
 	config := rest.CopyConfig(env.Config)
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &dryRunCounter{next: rt, count: dryRuns} })
 	mgr := testenv.NewManager(t, config)
 	g.Expect(Setup(mgr, Options{
 		ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 2},
-		Store:             store, DefaultSourceNamespace: sourceNamespace,
+		DataPath:          t.TempDir(), DefaultSourceNamespace: sourceNamespace,
 	})).To(Succeed())
 	testenv.RunManager(t, mgr)
 

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,10 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/layerspec"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 	"github.com/kraan-io/kraan-operator/internal/source"
 )
@@ -67,12 +70,22 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Watches(&kraanv1.AddonsLayer{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependencyChange),
 			builder.WithPredicates(dependencyStateChanged())).
 		Watches(&kraanv1.HelmRelease{}, owned).
-		WatchesMetadata(&appsv1.Deployment{}, owned).
-		WatchesMetadata(&appsv1.StatefulSet{}, owned).
-		WatchesMetadata(&appsv1.DaemonSet{}, owned).
-		// Layer tests are mostly Jobs: their completion moves the layer on.
-		WatchesMetadata(&batchv1.Job{}, owned).
 		WithOptions(opts.Controller())
+	// The workloads a layer applied turning healthy move it on; layer tests
+	// are mostly Jobs, whose completion does. Only objects carrying a
+	// layer's label are cached, in a cache of their own: the cluster's other
+	// workloads (every release's Deployment) would cost memory for nothing.
+	kinds := layerWorkloadKinds()
+	workloads, err := kit.NewSelectedMetadataCache(mgr, "layers' workloads", nil, kinds)
+	if err != nil {
+		return err
+	}
+	ownedWorkload := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+		return requestsForOwnedObject(ctx, o)
+	})
+	for gvk := range kinds {
+		b = b.WatchesRawSource(crsource.Kind(workloads, kit.MetadataOf(gvk), ownedWorkload))
+	}
 	for _, src := range []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}} {
 		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(r.requestsForSourceChange))
 	}
@@ -95,16 +108,13 @@ func newReconciler(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	if !mgr.GetScheme().Recognizes(sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind)) {
 		return nil, errors.New("the manager's scheme lacks Flux source.toolkit.fluxcd.io/v1: add sourcev1.AddToScheme")
 	}
-	store := opts.Store
-	if store == nil {
-		dir := opts.DataPath
-		if dir == "" {
-			dir = filepath.Join(os.TempDir(), "kraan-artifacts")
-		}
-		var err error
-		if store, err = source.New(dir, source.Options{HostOverride: opts.SourceHostOverride}); err != nil {
-			return nil, err
-		}
+	dir := opts.DataPath
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "kraan-artifacts")
+	}
+	store, err := source.New(dir, source.Options{HostOverride: opts.SourceHostOverride})
+	if err != nil {
+		return nil, err
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
@@ -154,7 +164,7 @@ func (r *Reconciler) requestsForSourceChange(ctx context.Context, obj client.Obj
 			kind = gvks[0].Kind
 		}
 	}
-	return r.layersMatching(ctx, layerSourceIndex, sourceIndexKey(kind, obj.GetNamespace(), obj.GetName()))
+	return r.layersMatching(ctx, layerSourceIndex, layerspec.IndexKey(kind, obj.GetNamespace(), obj.GetName()))
 }
 
 // requestsForDependencyChange maps a layer to the layers that depend on it,
@@ -198,6 +208,18 @@ func (r *Reconciler) layersMatching(ctx context.Context, index, value string) []
 	return reqs
 }
 
+// layerWorkloadKinds are the workload kinds a layer waits for, each
+// selected by the layer label.
+func layerWorkloadKinds() map[schema.GroupVersionKind]labels.Selector {
+	owned := kit.HasLabel(manifest.LayerLabel)
+	return map[schema.GroupVersionKind]labels.Selector{
+		appsv1.SchemeGroupVersion.WithKind("Deployment"):  owned,
+		appsv1.SchemeGroupVersion.WithKind("StatefulSet"): owned,
+		appsv1.SchemeGroupVersion.WithKind("DaemonSet"):   owned,
+		batchv1.SchemeGroupVersion.WithKind("Job"):        owned,
+	}
+}
+
 // requestsForOwnedObject maps an object to the layer named by its label.
 func requestsForOwnedObject(_ context.Context, obj client.Object) []reconcile.Request {
 	name := obj.GetLabels()[manifest.LayerLabel]
@@ -226,8 +248,8 @@ func (r *Reconciler) collectArtifactsOnce(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if obs.artifact != nil {
-			inUse[obs.artifact.Digest] = true
+		if obs.Artifact != nil {
+			inUse[obs.Artifact.Digest] = true
 		}
 	}
 	_, err := r.Store.GC(ctx, func(d string) bool { return inUse[d] })

@@ -17,6 +17,9 @@ var layerConditionTypes = []string{
 	kraanv1.ReadyCondition, kraanv1.DeployedCondition, kraanv1.StalledCondition, kraanv1.ReconcilingCondition,
 }
 
+// abnormal are the negative-polarity conditions among them.
+var abnormal = map[string]bool{kraanv1.StalledCondition: true, kraanv1.ReconcilingCondition: true}
+
 // Label names of the layer series.
 const (
 	layerLabelName   = "name"
@@ -78,6 +81,10 @@ func (m *layerMetrics) record(obj *kraanv1.AddonsLayer, d time.Duration) {
 	}
 	for _, t := range layerConditionTypes {
 		status := metav1.ConditionUnknown
+		if abnormal[t] {
+			// Present only while true (kstatus): absent is False.
+			status = metav1.ConditionFalse
+		}
 		if c := apimeta.FindStatusCondition(obj.Status.Conditions, t); c != nil {
 			status = c.Status
 		}

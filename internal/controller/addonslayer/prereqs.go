@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -23,21 +24,21 @@ const suspendedByHoldAnnotation = "kraan/suspended-by-hold"
 // reconcileHold stops a held layer here, suspending its HelmReleases so their
 // own triggers (a changed values ConfigMap) cannot upgrade them either (Kraan
 // #462). Without hold, the releases hold suspended are resumed.
-func (r *Reconciler) reconcileHold(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileHold(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
 	n, err := r.setHeldReleasesSuspended(ctx, sc.layer, sc.layer.Spec.Hold)
 	if err != nil {
-		return failed(kraanv1.ReasonReconcileError, err)
+		return ctrl.Result{}, failed(kraanv1.ReasonReconcileError, err)
 	}
 	if !sc.layer.Spec.Hold {
 		if n > 0 {
 			r.event(sc, "Resumed", "Resumed %d HelmRelease(s) suspended by hold", n)
 		}
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if n > 0 {
 		r.event(sc, "Suspended", "Suspended %d HelmRelease(s) due to hold", n)
 	}
-	return &halt{state: kraanv1.HoldState, reason: kraanv1.ReasonOnHold, message: "AddonsLayer is on hold, preventing execution"}
+	return ctrl.Result{}, waitingIn(kraanv1.HoldState, kraanv1.ReasonOnHold, 0, "AddonsLayer is on hold, preventing execution")
 }
 
 // setHeldReleasesSuspended suspends (hold) or resumes (unhold) the layer's
@@ -95,42 +96,41 @@ func (r *Reconciler) patchSuspend(ctx context.Context, hr *kraanv1.HelmRelease, 
 // Deployed at the required version and its source's current revision. The
 // dependencies are read fresh from the API server; a dependent is woken by
 // the watch on layers when a dependency changes, not by polling.
-func (r *Reconciler) reconcilePrerequisites(ctx context.Context, sc *layerScope) *halt {
-	h := r.checkK8sVersion(sc)
-	if h == nil {
-		h = r.checkCycle(ctx, sc)
+func (r *Reconciler) reconcilePrerequisites(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
+	err := r.checkK8sVersion(sc)
+	if err == nil {
+		err = r.checkCycle(ctx, sc)
 	}
-	if h == nil {
-		h = r.checkDependencies(ctx, sc)
+	if err == nil {
+		err = r.checkDependencies(ctx, sc)
 	}
-	if h != nil {
-		setLayerCondition(sc.layer, kraanv1.PrerequisitesMetCondition, false, h.reason, h.message)
-		return h
+	if err != nil {
+		return ctrl.Result{}, sc.failCondition(kraanv1.PrerequisitesMetCondition, err)
 	}
 	setLayerCondition(sc.layer, kraanv1.PrerequisitesMetCondition, true, kraanv1.ReasonPrerequisitesMet, "prerequisites are met")
-	return nil
+	return ctrl.Result{}, nil
 }
 
-func (r *Reconciler) checkK8sVersion(sc *layerScope) *halt {
+func (r *Reconciler) checkK8sVersion(sc *layerScope) error {
 	if sc.layer.Spec.Prereqs.K8sVersion == "" {
 		return nil
 	}
 	v, err := r.Discovery.ServerVersion()
 	if err != nil {
-		return &halt{state: kraanv1.K8sVersionState, reason: kraanv1.ReasonK8sVersionNotMet, requeue: sc.layer.Spec.Interval.Duration,
-			message: "failed to obtain cluster api server version, " + err.Error()}
+		return waitingIn(kraanv1.K8sVersionState, kraanv1.ReasonK8sVersionNotMet, sc.layer.Spec.Interval.Duration,
+			"failed to obtain cluster api server version, "+err.Error())
 	}
 	met, msg := layer.CheckK8sVersion(v.GitVersion, sc.layer.Spec.Prereqs.K8sVersion)
 	if met {
 		return nil
 	}
 	// The server does not upgrade itself under us often: check again each interval.
-	return &halt{state: kraanv1.K8sVersionState, reason: kraanv1.ReasonK8sVersionNotMet, message: msg, requeue: sc.layer.Spec.Interval.Duration}
+	return waitingIn(kraanv1.K8sVersionState, kraanv1.ReasonK8sVersionNotMet, sc.layer.Spec.Interval.Duration, msg)
 }
 
 // checkCycle builds the graph of every layer's dependsOn; a cycle is a
 // configuration error no wait can fix.
-func (r *Reconciler) checkCycle(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) checkCycle(ctx context.Context, sc *layerScope) error {
 	if len(sc.layer.Spec.Prereqs.DependsOn) == 0 {
 		return nil
 	}
@@ -151,7 +151,7 @@ func (r *Reconciler) checkCycle(ctx context.Context, sc *layerScope) *halt {
 	return nil
 }
 
-func (r *Reconciler) checkDependencies(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) checkDependencies(ctx context.Context, sc *layerScope) error {
 	deps, err := layer.ParseDependencies(sc.layer.Spec.Prereqs.DependsOn)
 	if err != nil {
 		return stalledFailure(kraanv1.ReasonInvalidDependency, err.Error())
@@ -170,8 +170,7 @@ func (r *Reconciler) checkDependencies(ctx context.Context, sc *layerScope) *hal
 	case !met:
 		// No requeue: the dependency's status change wakes this layer (watch).
 		// The interval is a safety net for a missed event.
-		return &halt{state: kraanv1.ApplyPendingState, reason: kraanv1.ReasonDependencyNotReady, message: msg,
-			requeue: sc.layer.Spec.Interval.Duration}
+		return waitingIn(kraanv1.ApplyPendingState, kraanv1.ReasonDependencyNotReady, sc.layer.Spec.Interval.Duration, msg)
 	}
 	return nil
 }
@@ -190,8 +189,8 @@ func (r *Reconciler) dependencyState(ctx context.Context, name string) (*layer.D
 	if err != nil {
 		return nil, err
 	}
-	if obs.artifact != nil {
-		st.SourceRevision = obs.artifact.Revision
+	if obs.Artifact != nil {
+		st.SourceRevision = obs.Artifact.Revision
 	}
 	return &st, nil
 }

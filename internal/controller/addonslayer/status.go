@@ -2,13 +2,13 @@ package addonslayer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -55,19 +55,9 @@ type layerScope struct {
 	digest        string
 	applySkipped  bool
 
-	halt    *halt
 	deleted bool
 	// redactor masks the values of the layer's Secrets (reconcileRender).
 	redactor redact.Redactor
-}
-
-// redactHalt masks the layer's Secret values in what the halt reports.
-func (sc *layerScope) redactHalt() {
-	if sc.halt == nil {
-		return
-	}
-	sc.halt.message = sc.redactor.String(sc.halt.message)
-	sc.halt.err = sc.redactor.Error(sc.halt.err)
 }
 
 func newLayerScope(c client.Client, obj *kraanv1.AddonsLayer, now time.Time) *layerScope {
@@ -79,40 +69,76 @@ func (sc *layerScope) defined() []*unstructured.Unstructured {
 	return append(append(make([]*unstructured.Unstructured, 0, len(sc.objects)+len(sc.tests)), sc.objects...), sc.tests...)
 }
 
-// halt ends a reconcile: the state to report and when to try again.
-type halt struct {
+// failCondition sets condType False with what err reports, masked as
+// finish masks the outcome (a step's condition is written with the status,
+// past finish's redaction), and returns err.
+func (sc *layerScope) failCondition(condType string, err error) error {
+	out := outcomeOf(sc.redactor.Error(err))
+	setLayerCondition(sc.layer, condType, false, out.reason, out.message)
+	return err
+}
+
+// layerError ends a layer's reconcile: one of kit's typed errors, whose
+// class decides when the layer is looked at again and whose reason the
+// conditions carry, and the state (status.state, Kraan's vocabulary) it
+// leaves the layer in.
+type layerError struct {
+	state string
+	err   error
+}
+
+func (e *layerError) Error() string { return e.err.Error() }
+func (e *layerError) Unwrap() error { return e.err }
+
+// failed: the layer is Failed, and retried with back-off.
+func failed(reason string, err error) error {
+	return &layerError{state: kraanv1.FailedState, err: kit.Transient(reason, err)}
+}
+
+// stalledFailure: the layer is Failed and Stalled until the user changes
+// something (its spec, its source).
+func stalledFailure(reason, message string) error {
+	return &layerError{state: kraanv1.FailedState, err: kit.Terminal(reason, errors.New(message))}
+}
+
+// waitingIn: the layer is in state, and looked at again after `after` (0:
+// when a watch says something changed), without back-off.
+func waitingIn(state, reason string, after time.Duration, message string) error {
+	return &layerError{state: state, err: kit.Waiting(reason, after, errors.New(message))}
+}
+
+// outcome is what a reconcile reports: the layer's state, and the reason
+// and message of its conditions and event.
+type outcome struct {
 	state   string
 	reason  string
 	message string
-	// requeue is a delay; 0 leaves the next reconcile to watches.
-	requeue time.Duration
 	// stalled means only a change by the user (spec, source) can help.
 	stalled bool
-	// err is returned to controller-runtime, for a backoff retry.
-	err error
+	// requeue is when a Deployed layer is looked at again.
+	requeue time.Duration
 }
 
-func (h *halt) result() (ctrl.Result, error) {
-	if h.err != nil {
-		return ctrl.Result{}, h.err
+// outcomeOf is what err, the error a step ended the reconcile with, reports.
+// An error that is not a layerError (a bug, an API call outside the steps)
+// leaves the layer Failed.
+func outcomeOf(err error) outcome {
+	out := outcome{state: kraanv1.FailedState, reason: kit.ReasonOf(err, kraanv1.ReasonReconcileError),
+		message: err.Error(), stalled: kit.Classify(err) == kit.ClassTerminal}
+	var le *layerError
+	if errors.As(err, &le) {
+		out.state = le.state
 	}
-	return ctrl.Result{RequeueAfter: h.requeue}, nil
+	if out.state == kraanv1.FailedState {
+		out.message = "AddonsLayer failed, " + out.message
+	}
+	return out
 }
 
-// failed is a Failed halt retried with backoff.
-func failed(reason string, err error) *halt {
-	return &halt{state: kraanv1.FailedState, reason: reason, message: "AddonsLayer failed, " + err.Error(), err: err}
-}
-
-// stalledFailure is a Failed halt that waits for the user to change something.
-func stalledFailure(reason, message string) *halt {
-	return &halt{state: kraanv1.FailedState, reason: reason, message: "AddonsLayer failed, " + message, stalled: true}
-}
-
-// deployed is the halt of a reconcile that went through every step. It comes
-// back after spec.interval to correct drift, or earlier when a released object
-// is due for pruning.
-func deployed(sc *layerScope) *halt {
+// deployed is the outcome of a reconcile that went through every step. It
+// comes back after spec.interval to correct drift, or earlier when a released
+// object is due for pruning.
+func deployed(sc *layerScope) outcome {
 	msg := fmt.Sprintf("AddonsLayer version %s is Deployed, revision %s, %d objects ready",
 		sc.layer.Spec.Version, sc.revision, len(sc.objects))
 	if len(sc.tests) > 0 {
@@ -127,39 +153,36 @@ func deployed(sc *layerScope) *halt {
 	for _, w := range sc.warnings {
 		msg += "; warning: " + w
 	}
-	return &halt{state: kraanv1.DeployedState, reason: kraanv1.ReasonDeployed, message: msg, requeue: requeue}
+	return outcome{state: kraanv1.DeployedState, reason: kraanv1.ReasonDeployed, message: msg, requeue: requeue}
 }
 
 // summarize writes the outcome into the status: state, version, revision,
-// inventory and the kstatus conditions, all derived from the halt.
-func (r *Reconciler) summarize(sc *layerScope) {
-	obj, h := sc.layer, sc.halt
-	if h == nil { // a panic in a step; nothing observed to report
-		return
-	}
-	obj.Status.State = h.state
+// inventory and the kstatus conditions, all derived from out.
+func (r *Reconciler) summarize(sc *layerScope, out outcome) {
+	obj := sc.layer
+	obj.Status.State = out.state
 	obj.Status.Version = obj.Spec.Version
 	if sc.inventory != nil {
 		obj.Status.Resources = sc.inventory
 	}
-	done := h.state == kraanv1.DeployedState || h.stalled
+	done := out.state == kraanv1.DeployedState || out.stalled
 	if done {
 		obj.Status.ObservedGeneration = obj.Generation
 	}
-	if h.state == kraanv1.DeployedState {
+	if out.state == kraanv1.DeployedState {
 		obj.Status.Revision = sc.revision
 	}
-	r.setDeployedCondition(sc)
-	setLayerCondition(obj, kraanv1.StalledCondition, h.stalled, h.reason, stalledMessage(h))
-	reconciling := !done && h.state != kraanv1.HoldState
-	setLayerCondition(obj, kraanv1.ReconcilingCondition, reconciling, h.reason, reconcilingMessage(h, reconciling))
-	setReadyCondition(obj, h)
-	r.recordStateChange(sc)
+	setDeployedCondition(sc, out)
+	setAbnormalCondition(obj, kraanv1.StalledCondition, out.stalled, out.reason, out.message)
+	reconciling := !done && out.state != kraanv1.HoldState
+	setAbnormalCondition(obj, kraanv1.ReconcilingCondition, reconciling, out.reason, out.message)
+	setReadyCondition(obj, out)
+	r.recordStateChange(sc, out)
 }
 
 // layerSummary derives Ready from the layer's conditions: the first failing
 // one, in this order, gives Ready its reason and message; otherwise Ready
-// repeats Deployed. Deployed carries the reason of every halt but Hold, so
+// repeats Deployed. Deployed carries the reason of every outcome but Hold, so
 // the source, render, prerequisite and apply failures all reach Ready.
 var layerSummary = kit.Summary{
 	Owned: []kit.Owned{
@@ -174,9 +197,9 @@ var layerSummary = kit.Summary{
 // setReadyCondition summarizes the conditions into Ready. A layer on hold is
 // not Ready, whatever it deployed before: nothing keeps it in line meanwhile
 // (Kraan's behaviour, which `kubectl wait` users rely on).
-func setReadyCondition(obj *kraanv1.AddonsLayer, h *halt) {
-	if h.state == kraanv1.HoldState {
-		setLayerCondition(obj, kraanv1.ReadyCondition, false, h.reason, h.message)
+func setReadyCondition(obj *kraanv1.AddonsLayer, out outcome) {
+	if out.state == kraanv1.HoldState {
+		setLayerCondition(obj, kraanv1.ReadyCondition, false, out.reason, out.message)
 		return
 	}
 	layerSummary.SetReady(&obj.Status.Conditions, obj.Generation)
@@ -186,13 +209,12 @@ func setReadyCondition(obj *kraanv1.AddonsLayer, h *halt) {
 // --for=condition=Deployed`); Hold leaves it as it was, since nothing changes.
 // While Applying, its transition time is when the wait began: spec.timeout
 // counts from there.
-func (r *Reconciler) setDeployedCondition(sc *layerScope) {
-	h := sc.halt
-	if h.state == kraanv1.HoldState {
+func setDeployedCondition(sc *layerScope, out outcome) {
+	if out.state == kraanv1.HoldState {
 		return
 	}
-	setLayerCondition(sc.layer, kraanv1.DeployedCondition, h.state == kraanv1.DeployedState, h.reason, h.message)
-	if !sc.applyingSince.IsZero() && h.state != kraanv1.DeployedState {
+	setLayerCondition(sc.layer, kraanv1.DeployedCondition, out.state == kraanv1.DeployedState, out.reason, out.message)
+	if !sc.applyingSince.IsZero() && out.state != kraanv1.DeployedState {
 		c := apimeta.FindStatusCondition(sc.layer.Status.Conditions, kraanv1.DeployedCondition)
 		c.LastTransitionTime = metav1.NewTime(sc.applyingSince)
 	}
@@ -206,31 +228,27 @@ func setLayerCondition(obj *kraanv1.AddonsLayer, condType string, status bool, r
 	kit.SetCondition(&obj.Status.Conditions, obj.Generation, condType, s, reason, message)
 }
 
-func stalledMessage(h *halt) string {
-	if h.stalled {
-		return h.message
+// setAbnormalCondition sets a negative-polarity condition (Stalled,
+// Reconciling) while it holds and removes it when it does not: kstatus'
+// rule, which Flux follows, is that an absent one is false.
+func setAbnormalCondition(obj *kraanv1.AddonsLayer, condType string, holds bool, reason, message string) {
+	if !holds {
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, condType)
+		return
 	}
-	return "not stalled"
-}
-
-func reconcilingMessage(h *halt, reconciling bool) string {
-	if reconciling {
-		return h.message
-	}
-	return "not reconciling: " + h.state
+	setLayerCondition(obj, condType, true, reason, message)
 }
 
 // recordStateChange emits an event when the state changed, Warning for Failed.
-func (r *Reconciler) recordStateChange(sc *layerScope) {
-	h := sc.halt
-	if h.state == sc.oldState || sc.deleted {
+func (r *Reconciler) recordStateChange(sc *layerScope, out outcome) {
+	if out.state == sc.oldState || sc.deleted {
 		return
 	}
-	if h.state == kraanv1.FailedState {
-		r.Events.Warning(sc.layer, h.reason, h.message)
+	if out.state == kraanv1.FailedState {
+		r.Events.Warning(sc.layer, out.reason, out.message)
 		return
 	}
-	r.Events.Normal(sc.layer, h.reason, h.message)
+	r.Events.Normal(sc.layer, out.reason, out.message)
 }
 
 // patchStatus writes the status once, as a merge patch against what was read.

@@ -1,13 +1,19 @@
 package addonslayer
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
+	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/layerspec"
+	"github.com/kraan-io/kraan-operator/internal/source"
 )
 
 // TestSetReadyCondition_EveryCombination sets every combination of the
@@ -40,11 +46,11 @@ func checkLayerReady(t *testing.T, held bool, stalled, reconciling, deployed met
 				Type: types[i], Status: s, Reason: types[i] + string(s), Message: "m"})
 		}
 	}
-	h := &halt{state: kraanv1.ApplyingState, reason: "HaltReason", message: "halt message"}
+	out := outcome{state: kraanv1.ApplyingState, reason: "OutcomeReason", message: "outcome message"}
 	if held {
-		h.state, h.reason = kraanv1.HoldState, kraanv1.ReasonOnHold
+		out.state, out.reason = kraanv1.HoldState, kraanv1.ReasonOnHold
 	}
-	setReadyCondition(obj, h)
+	setReadyCondition(obj, out)
 	ready := apimeta.FindStatusCondition(obj.Status.Conditions, kraanv1.ReadyCondition)
 
 	wantTrue := !held && stalled != metav1.ConditionTrue && reconciling != metav1.ConditionTrue && deployed == metav1.ConditionTrue
@@ -67,5 +73,47 @@ func checkLayerReady(t *testing.T, held bool, stalled, reconciling, deployed met
 	}
 	if ready.Status == metav1.ConditionUnknown {
 		t.Errorf("%s: a layer's Ready is never Unknown", name)
+	}
+}
+
+// TestSourceError_EachFailureHasItsState: how each way of failing to locate
+// the layer's directory reports and when the layer is looked at again.
+func TestSourceError_EachFailureHasItsState(t *testing.T) {
+	sc := &layerScope{layer: &kraanv1.AddonsLayer{}}
+	sc.layer.Spec.Interval = metav1.Duration{Duration: time.Minute}
+	plain := errors.New("boom")
+	tests := []struct {
+		name    string
+		err     error
+		want    outcome
+		requeue time.Duration
+		backoff bool
+	}{
+		{"no artifact yet", &layerspec.NotReadyError{Message: "layer source: GitRepository/ns/x not found"},
+			outcome{state: kraanv1.PendingState, reason: kraanv1.ReasonSourceNotReady, message: "layer source: GitRepository/ns/x not found"},
+			time.Minute, false},
+		{"an artifact unusable as it is", &layerspec.FetchError{Err: fmt.Errorf("fetching: %w", source.ErrInvalidArtifact)},
+			outcome{state: kraanv1.FailedState, reason: kraanv1.ReasonArtifactFailed, stalled: true,
+				message: "AddonsLayer failed, fetching: " + source.ErrInvalidArtifact.Error()}, 0, false},
+		{"a failed download", &layerspec.FetchError{Err: plain},
+			outcome{state: kraanv1.FailedState, reason: kraanv1.ReasonArtifactFailed, message: "AddonsLayer failed, boom"},
+			time.Minute, false},
+		{"the store", &layerspec.StoreError{Err: plain},
+			outcome{state: kraanv1.FailedState, reason: kraanv1.ReasonArtifactFailed, message: "AddonsLayer failed, boom"}, 0, true},
+		{"no such path", &layerspec.PathError{Message: "no ./x: check spec.source.path"},
+			outcome{state: kraanv1.FailedState, reason: kraanv1.ReasonPathNotFound, stalled: true,
+				message: "AddonsLayer failed, no ./x: check spec.source.path"}, 0, false},
+		{"a failed read of the source", plain,
+			outcome{state: kraanv1.FailedState, reason: kraanv1.ReasonSourceNotReady, message: "AddonsLayer failed, boom"}, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := sourceError(sc, tt.err)
+			g.Expect(outcomeOf(err)).To(Equal(tt.want))
+			res, retErr := kit.ResultOf(err)
+			g.Expect(res.RequeueAfter).To(Equal(tt.requeue))
+			g.Expect(retErr != nil).To(Equal(tt.backoff))
+		})
 	}
 }

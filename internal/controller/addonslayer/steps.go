@@ -14,7 +14,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
-	"github.com/kraan-io/kraan-operator/internal/manifest"
+	"github.com/kraan-io/kraan-operator/internal/layerspec"
 )
 
 // Inventory statuses of objects that are not (yet) judged by their health.
@@ -26,17 +26,14 @@ const (
 // reconcileRender reads the layer's directory into objects. A file that does
 // not parse fails the layer, naming the file, before anything is applied or
 // released: what was deployed stays.
-func (r *Reconciler) reconcileRender(_ context.Context, sc *layerScope) *halt {
-	res, err := manifest.Read(sc.dir, manifest.Options{
-		Root: sc.root, Layer: sc.layer.Name, Version: sc.layer.Spec.Version, Shard: sc.layer.Labels[manifest.ShardLabel],
-	})
+func (r *Reconciler) reconcileRender(_ context.Context, sc *layerScope) (ctrl.Result, error) {
+	rendered, err := layerspec.Render(sc.layer, &layerspec.Location{Revision: sc.revision, Root: sc.root, Dir: sc.dir})
 	if err != nil {
-		return stalledFailure(kraanv1.ReasonRenderFailed, fmt.Sprintf("revision %s: %v", sc.revision, err))
+		return ctrl.Result{}, stalledFailure(kraanv1.ReasonRenderFailed, err.Error())
 	}
-	sc.redactor.AddObjects(res.Objects)
-	manifest.SortForApply(res.Objects)
-	sc.objects, sc.tests = manifest.SplitLayerTests(res.Objects)
-	return nil
+	sc.redactor = *rendered.Redactor
+	sc.objects, sc.tests = rendered.Objects, rendered.Tests
+	return ctrl.Result{}, nil
 }
 
 // reconcileHandover releases the objects the layer no longer defines, adopts
@@ -45,11 +42,11 @@ func (r *Reconciler) reconcileRender(_ context.Context, sc *layerScope) *halt {
 // prune and adoption did, so a layer waiting for its dependencies still lets
 // go of what moved to another layer: otherwise an add-on moving to a layer its
 // old layer depends on would deadlock.
-func (r *Reconciler) reconcileHandover(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileHandover(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
 	defined := sc.defined()
 	released, until, err := r.releaseAll(ctx, sc, defined)
 	if err != nil {
-		return failed(kraanv1.ReasonHandoverFailed, err)
+		return ctrl.Result{}, failed(kraanv1.ReasonHandoverFailed, err)
 	}
 	adopted, err := r.Applier.AdoptAll(ctx, sc.layer.Name, defined)
 	for i, obj := range defined {
@@ -58,11 +55,11 @@ func (r *Reconciler) reconcileHandover(ctx context.Context, sc *layerScope) *hal
 		}
 	}
 	if err != nil {
-		return failed(kraanv1.ReasonHandoverFailed, err)
+		return ctrl.Result{}, failed(kraanv1.ReasonHandoverFailed, err)
 	}
 	sc.inventory = append(desiredInventory(sc), released...)
 	sc.pruneAt = until
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // releaseAll releases every inventory object not in keep (see
@@ -130,19 +127,19 @@ func desiredInventory(sc *layerScope) []kraanv1.Resource {
 // A layer still waiting for the health of what this process applied less
 // than reapplyAfter ago, unchanged since, is not applied again: its reconcile
 // only checks health (see reapplyAfter).
-func (r *Reconciler) reconcileApply(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileApply(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
 	sc.digest = desiredDigest(sc)
 	waiting := !apimeta.IsStatusConditionTrue(sc.layer.Status.Conditions, kraanv1.DeployedCondition)
 	if waiting && sc.digest != "" && r.recent.fresh(sc.layer.Name, sc.digest, sc.now) {
 		sc.applySkipped = true
 		sc.applyingSince = applyingSince(sc, false)
-		return nil
+		return ctrl.Result{}, nil
 	}
-	return r.apply(ctx, sc)
+	return ctrl.Result{}, r.apply(ctx, sc)
 }
 
 // apply applies the layer's objects and remembers it.
-func (r *Reconciler) apply(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) apply(ctx context.Context, sc *layerScope) error {
 	changed, err := r.Applier.Apply(ctx, sc.layer.Name, sc.objects)
 	if err != nil {
 		r.recent.forget(sc.layer.Name)
@@ -159,11 +156,10 @@ func (r *Reconciler) apply(ctx context.Context, sc *layerScope) *halt {
 
 // applyFailure fails the layer for an apply error. An ownership conflict is
 // retried soon: the owning layer may be about to release the object.
-func applyFailure(err error) *halt {
+func applyFailure(err error) error {
 	var conflict *apply.OwnershipConflictError
 	if errors.As(err, &conflict) {
-		return &halt{state: kraanv1.FailedState, reason: kraanv1.ReasonOwnershipConflict,
-			message: "AddonsLayer failed, " + conflict.Error(), requeue: conflictRetry}
+		return waitingIn(kraanv1.FailedState, kraanv1.ReasonOwnershipConflict, conflictRetry, conflict.Error())
 	}
 	return failed(kraanv1.ReasonApplyFailed, err)
 }
@@ -183,23 +179,23 @@ func applyingSince(sc *layerScope, changed bool) time.Time {
 // reconcileReadiness records every object's health in the inventory and waits
 // for all of them. The message names the first object not ready and its
 // latest reason. Past spec.timeout the layer is Failed, and keeps checking.
-func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
 	health, err := r.Applier.HealthOfAll(ctx, sc.objects)
 	if err != nil {
-		return failed(kraanv1.ReasonApplyFailed, err)
+		return ctrl.Result{}, failed(kraanv1.ReasonApplyFailed, err)
 	}
 	if sc.applySkipped && slices.ContainsFunc(health, func(h apply.Health) bool { return h.Reason == apply.NotFound }) {
 		// An object was deleted since it was applied: re-create it now, and
 		// read again only the health of what was missing.
-		if h := r.apply(ctx, sc); h != nil {
-			return h
+		if err := r.apply(ctx, sc); err != nil {
+			return ctrl.Result{}, err
 		}
 		for i := range health {
 			if health[i].Reason != apply.NotFound {
 				continue
 			}
 			if health[i], err = r.Applier.HealthOf(ctx, sc.objects[i]); err != nil {
-				return failed(kraanv1.ReasonApplyFailed, err)
+				return ctrl.Result{}, failed(kraanv1.ReasonApplyFailed, err)
 			}
 		}
 	}
@@ -212,21 +208,19 @@ func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) *ha
 		}
 	}
 	if first == "" {
-		return nil
+		return ctrl.Result{}, nil
 	}
-	return waitOrTimeout(sc, first)
+	return ctrl.Result{}, waitOrTimeout(sc, first)
 }
 
 // waitOrTimeout waits, polling, for what is described; past spec.timeout since
 // the layer started applying, the layer is Failed, and it keeps checking.
-func waitOrTimeout(sc *layerScope, waitingFor string) *halt {
+func waitOrTimeout(sc *layerScope, waitingFor string) error {
 	if waited := sc.now.Sub(sc.applyingSince); waited > sc.layer.Spec.Timeout.Duration {
-		return &halt{state: kraanv1.FailedState, reason: kraanv1.ReasonHealthCheckFailed, requeue: healthPollInterval,
-			message: fmt.Sprintf("AddonsLayer failed, not ready after %s (spec.timeout %s): %s",
-				waited.Round(time.Second), sc.layer.Spec.Timeout.Duration, waitingFor)}
+		return waitingIn(kraanv1.FailedState, kraanv1.ReasonHealthCheckFailed, healthPollInterval,
+			fmt.Sprintf("not ready after %s (spec.timeout %s): %s", waited.Round(time.Second), sc.layer.Spec.Timeout.Duration, waitingFor))
 	}
-	return &halt{state: kraanv1.ApplyingState, reason: kraanv1.ReasonProgressing, requeue: healthPollInterval,
-		message: "AddonsLayer is being applied, " + waitingFor}
+	return waitingIn(kraanv1.ApplyingState, kraanv1.ReasonProgressing, healthPollInterval, "AddonsLayer is being applied, "+waitingFor)
 }
 
 // setResourceStatus records h in an inventory entry: Deployed, or the reason.

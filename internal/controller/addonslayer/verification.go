@@ -2,13 +2,16 @@ package addonslayer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 )
 
@@ -23,41 +26,41 @@ const testRestartPoll = time.Second
 // them afresh, so tests run again even when nothing else changed. A failed
 // test fails the layer, naming the test and the tail of its output, until a
 // new run, or until the user deletes the failed test object to run it again.
-func (r *Reconciler) reconcileLayerTests(ctx context.Context, sc *layerScope) *halt {
+func (r *Reconciler) reconcileLayerTests(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
 	if len(sc.tests) == 0 {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	run := manifest.LayerTestRun(sc.layer.Spec.Version, sc.revision)
-	if h := r.startTestRun(ctx, sc, run); h != nil {
-		return h
+	if err := r.startTestRun(ctx, sc, run); err != nil {
+		return ctrl.Result{}, err
 	}
 	if _, err := r.Applier.Apply(ctx, sc.layer.Name, sc.tests); err != nil {
-		return applyFailure(err)
+		return ctrl.Result{}, applyFailure(err)
 	}
 	offset := len(sc.objects) // the tests follow the objects in the inventory
 	var running string
 	for i, test := range sc.tests {
 		h, err := r.Applier.TestHealthOf(ctx, test)
 		if err != nil {
-			return failed(kraanv1.ReasonApplyFailed, err)
+			return ctrl.Result{}, failed(kraanv1.ReasonApplyFailed, err)
 		}
 		setResourceStatus(&sc.inventory[offset+i], h, sc.now)
 		if h.Failed {
-			return r.testFailure(ctx, sc, test, h)
+			return ctrl.Result{}, r.testFailure(ctx, sc, test, h)
 		}
 		if !h.Ready && running == "" {
 			running = fmt.Sprintf("running layer test %s: %s: %s", apply.Describe(test), h.Reason, h.Message)
 		}
 	}
 	if running == "" {
-		return nil
+		return ctrl.Result{}, nil
 	}
-	return waitOrTimeout(sc, running)
+	return ctrl.Result{}, waitOrTimeout(sc, running)
 }
 
 // startTestRun stamps the tests with run and deletes test objects left from
-// another run. It halts while those are still being deleted.
-func (r *Reconciler) startTestRun(ctx context.Context, sc *layerScope, run string) *halt {
+// another run. It ends the reconcile while those are still being deleted.
+func (r *Reconciler) startTestRun(ctx context.Context, sc *layerScope, run string) error {
 	var restarting string
 	for _, test := range sc.tests {
 		manifest.StampLayerTestRun(test, run)
@@ -72,15 +75,15 @@ func (r *Reconciler) startTestRun(ctx context.Context, sc *layerScope, run strin
 	if restarting == "" {
 		return nil
 	}
-	return &halt{state: kraanv1.ApplyingState, reason: kraanv1.ReasonProgressing, requeue: testRestartPoll,
-		message: fmt.Sprintf("AddonsLayer is being applied, starting layer test %s for version %s, revision %s: "+
-			"waiting for its previous run to be deleted", restarting, sc.layer.Spec.Version, sc.revision)}
+	return waitingIn(kraanv1.ApplyingState, kraanv1.ReasonProgressing, testRestartPoll,
+		fmt.Sprintf("AddonsLayer is being applied, starting layer test %s for version %s, revision %s: "+
+			"waiting for its previous run to be deleted", restarting, sc.layer.Spec.Version, sc.revision))
 }
 
 // testFailure fails the layer, naming the test and how it ended. Only a new
 // run (version, revision) or the user deleting the test object changes the
 // outcome, so the layer is Stalled; it is still resynced every spec.interval.
-func (r *Reconciler) testFailure(ctx context.Context, sc *layerScope, test *unstructured.Unstructured, h apply.Health) *halt {
+func (r *Reconciler) testFailure(ctx context.Context, sc *layerScope, test *unstructured.Unstructured, h apply.Health) error {
 	output, err := r.Applier.TestOutput(ctx, test)
 	if err != nil {
 		output = "output not available: " + err.Error()
@@ -90,7 +93,6 @@ func (r *Reconciler) testFailure(ctx context.Context, sc *layerScope, test *unst
 	if output != "" {
 		msg += "; output: " + output
 	}
-	out := stalledFailure(kraanv1.ReasonLayerTestFailed, msg)
-	out.requeue = sc.layer.Spec.Interval.Duration
-	return out
+	return &layerError{state: kraanv1.FailedState, err: &kit.TerminalError{
+		Reason: kraanv1.ReasonLayerTestFailed, Err: errors.New(msg), Resync: sc.layer.Spec.Interval.Duration}}
 }

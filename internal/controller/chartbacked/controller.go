@@ -16,13 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/watches"
 )
-
-// ChartFinalizer keeps a chart-backed object until its release is uninstalled.
-const ChartFinalizer = "kraan.io/uninstall-helm-release"
 
 // Reconciler reconciles the objects of one chart-backed kind listed in
 // watches.yaml: each object is one Helm release of the watch's chart, named
@@ -58,6 +56,9 @@ type Reconciler struct {
 // chartScope carries what the steps of one pass observed. reconcileRelease
 // fills everything; the status setters only read it.
 type chartScope struct {
+	obj *unstructured.Unstructured
+	// period is the watch's reconcilePeriod for the object.
+	period time.Duration
 	// result is the engine's run; Latest is the release now in storage.
 	result helm.Result
 	// valuesErr is set when the spec could not be turned into values.
@@ -81,21 +82,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	patcher := kit.NewPatcher(r.Client, obj)
 	// The finalizer must be stored before the first release exists, or a
 	// quick delete would leave the release behind.
-	if err := kit.EnsureFinalizer(ctx, r.Client, obj, ChartFinalizer, patcher); err != nil {
+	if err := kit.EnsureFinalizer(ctx, r.Client, obj, kraanv1.ChartFinalizer, patcher); err != nil {
 		return ctrl.Result{}, err
 	}
-	sc := &chartScope{}
-	r.reconcileRelease(ctx, sc, obj)
-	if sc.runErr == nil && sc.valuesErr == nil {
-		if err := r.reconcileDependents(ctx, obj, sc); err != nil {
-			sc.runErr = err
-		}
-	}
+	sc := &chartScope{obj: obj, period: reconcilePeriodFor(obj, r.Watch.ResyncPeriod())}
+	_, err := kit.RunSteps(ctx, sc, r.reconcileRelease, r.reconcileDependents)
 	if err := r.writeStatus(ctx, obj, sc); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.recordFailures(obj, sc)
-	return chartResult(sc, reconcilePeriodFor(obj, r.Watch.ResyncPeriod()))
+	return chartResult(sc, err)
 }
 
 // writeStatus writes what this pass observed onto a fresh read of the
@@ -119,36 +115,31 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstruct
 	})
 }
 
-// chartResult decides the requeue. A spec the overrides cannot apply to
-// fails the same way until it changes, and its update brings the object
-// back, so it is not retried; engine errors back off (controller-runtime
-// ignores, and warns about, a period returned with an error); a success
-// waits for the watch's reconcilePeriod.
-func chartResult(sc *chartScope, period time.Duration) (ctrl.Result, error) {
-	switch {
-	case waitsForNewSpec(sc):
-		return ctrl.Result{}, nil
-	case tampered(sc.runErr):
-		// Stalled: retrying at once cannot help; look again each period,
-		// in case the record was restored.
-		return ctrl.Result{RequeueAfter: period}, nil
-	case sc.runErr != nil:
-		return ctrl.Result{}, sc.runErr
+// chartResult decides the requeue from the class of the steps' error (see
+// reconcileRelease); a success waits for the watch's reconcilePeriod.
+func chartResult(sc *chartScope, err error) (ctrl.Result, error) {
+	if err == nil {
+		return ctrl.Result{RequeueAfter: sc.period}, nil
 	}
-	return ctrl.Result{RequeueAfter: period}, nil
+	return kit.ResultOf(err)
 }
 
-// reconcileRelease turns the spec into values and runs the release.
-func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope, obj *unstructured.Unstructured) {
+// reconcileRelease turns the spec into values and runs the release. A spec
+// the overrides cannot apply to fails the same way until it changes, and its
+// update brings the object back: terminal. So is a tampered record, which no
+// retry fixes: it is looked at again each period, in case the record was
+// restored. Engine errors back off.
+func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope) (ctrl.Result, error) {
+	obj := sc.obj
 	spec, _, err := unstructured.NestedMap(obj.Object, "spec")
 	if err != nil {
 		sc.valuesErr = fmt.Errorf("reading .spec: %w", err)
-		return
+		return ctrl.Result{}, kit.Terminal(ReasonErrorGettingValues, sc.valuesErr)
 	}
 	values, err := r.Watch.Values(spec)
 	if err != nil {
 		sc.valuesErr = err
-		return
+		return ctrl.Result{}, kit.Terminal(ReasonErrorGettingValues, sc.valuesErr)
 	}
 	sc.result, sc.runErr = r.Engine.Run(ctx, helm.Request{
 		Target:       r.targetOf(obj),
@@ -159,17 +150,24 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope, obj *
 	if sc.runErr == nil && sc.result.Next == helm.ActionStalled {
 		sc.runErr = failedActions(sc.result)
 	}
+	switch {
+	case sc.runErr == nil:
+		return ctrl.Result{}, nil
+	case tampered(sc.runErr):
+		return ctrl.Result{}, &kit.TerminalError{Reason: kraanv1.ReasonReleaseRecordTampered, Err: sc.runErr, Resync: sc.period}
+	}
+	return ctrl.Result{}, kit.Transient(kraanv1.ReasonReconcileError, sc.runErr)
 }
 
 // reconcileDelete uninstalls the release, then lets the object go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unstructured) error {
-	if !controllerutil.ContainsFinalizer(obj, ChartFinalizer) {
+	if !controllerutil.ContainsFinalizer(obj, kraanv1.ChartFinalizer) {
 		return nil
 	}
 	if err := r.Engine.Uninstall(ctx, r.targetOf(obj), releaseSpecFor(obj)); err != nil {
 		return err
 	}
-	controllerutil.RemoveFinalizer(obj, ChartFinalizer)
+	controllerutil.RemoveFinalizer(obj, kraanv1.ChartFinalizer)
 	if err := r.Update(ctx, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -198,10 +196,4 @@ func (r *Reconciler) targetOf(obj client.Object) helm.Target {
 		t.Impersonate = "system:serviceaccount:" + obj.GetNamespace() + ":" + sa
 	}
 	return t
-}
-
-// waitsForNewSpec reports a terminal configuration error: only an update of
-// the object can change the outcome.
-func waitsForNewSpec(sc *chartScope) bool {
-	return sc.valuesErr != nil
 }

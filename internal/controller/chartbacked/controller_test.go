@@ -22,8 +22,8 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/internal/watches"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // startChartEnv starts an API server with the Gadget CRD and a manager
@@ -123,7 +123,7 @@ func TestReconciler_Lifecycle(t *testing.T) {
 	// The release is named, never published: a manifest may hold Secret data.
 	deployed, _, _ := unstructured.NestedMap(gadget.Object, "status", "deployedRelease")
 	g.Expect(deployed).To(Equal(map[string]any{"name": "one", "revision": int64(1), "status": "deployed"}))
-	g.Expect(gadget.GetFinalizers()).To(ContainElement(ChartFinalizer))
+	g.Expect(gadget.GetFinalizers()).To(ContainElement(kraanv1.ChartFinalizer))
 
 	// Restoring a deleted dependent.
 	g.Expect(c.Delete(ctx, cm)).To(Succeed())
@@ -270,20 +270,24 @@ func TestReconciler_Selector_ReconcilesOnlyMatchingObjects(t *testing.T) {
 
 func TestChartResult(t *testing.T) {
 	failed := errors.New("install failed")
+	record := &helm.TamperedRecordError{Secret: "sh.helm.release.v1.x.v1", Namespace: "ns"}
 	tests := []struct {
 		name    string
-		scope   chartScope
+		err     error
 		want    ctrl.Result
 		wantErr error
 	}{
 		{name: "success waits for the reconcile period", want: ctrl.Result{RequeueAfter: time.Minute}},
-		{name: "engine error backs off without a period", scope: chartScope{runErr: failed}, wantErr: failed},
-		{name: "values error waits for a new spec", scope: chartScope{valuesErr: failed, runErr: failed}},
+		{name: "engine error backs off without a period", err: kit.Transient(kraanv1.ReasonReconcileError, failed), wantErr: failed},
+		{name: "values error waits for a new spec", err: kit.Terminal(ReasonErrorGettingValues, failed)},
+		{name: "a tampered record is looked at each period",
+			err:  &kit.TerminalError{Reason: kraanv1.ReasonReleaseRecordTampered, Err: record, Resync: time.Minute},
+			want: ctrl.Result{RequeueAfter: time.Minute}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := chartResult(&tt.scope, time.Minute)
+			got, err := chartResult(&chartScope{period: time.Minute}, tt.err)
 			g.Expect(got).To(Equal(tt.want))
 			if tt.wantErr == nil {
 				g.Expect(err).NotTo(HaveOccurred())

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/watches"
@@ -106,8 +107,18 @@ func specChangedPredicate() predicate.Predicate {
 
 // reconcileDependents watches the kinds of the deployed release's objects and
 // restores those deleted or edited since: Helm only writes on install and
-// upgrade, so without this a deleted StatefulSet would stay deleted.
-func (r *Reconciler) reconcileDependents(ctx context.Context, owner *unstructured.Unstructured, sc *chartScope) error {
+// upgrade, so without this a deleted StatefulSet would stay deleted. A
+// failure is the pass's (Irreconcilable), retried with back-off.
+func (r *Reconciler) reconcileDependents(ctx context.Context, sc *chartScope) (ctrl.Result, error) {
+	if err := r.restoreDependents(ctx, sc.obj, sc); err != nil {
+		sc.runErr = err
+		return ctrl.Result{}, kit.Transient(kraanv1.ReasonReconcileError, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// restoreDependents is reconcileDependents' work.
+func (r *Reconciler) restoreDependents(ctx context.Context, owner *unstructured.Unstructured, sc *chartScope) error {
 	rel := sc.result.LatestRevision(helm.Desired{})
 	if !r.Watch.WatchesDependents() || rel == nil || sc.result.Next != helm.ActionNone {
 		return nil

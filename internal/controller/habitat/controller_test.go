@@ -23,8 +23,8 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/chartbacked"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/internal/watches"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 const habitatTimeout = 30 * time.Second
@@ -267,4 +267,28 @@ func TestHabitatExamples_AcceptedByTheAPIServer(t *testing.T) {
 		}
 	}
 	g.Expect(habitats).To(Equal(10))
+}
+
+// TestReconcilePeers_GroupBeingDeleted: a pass that read its Habitat before
+// the Habitat's deletion reached the cache writes no peer list: one written
+// with no live owner would never be garbage collected.
+func TestReconcilePeers_GroupBeingDeleted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	env, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	c := env.Client
+	testenv.CreateNamespace(t, c, "rings")
+	h := newHabitat("rings", "web", "shop", 1)
+	h.Finalizers = []string{"kraan.io/test-hold"} // keeps it terminating
+	g.Expect(c.Create(ctx, h)).To(Succeed())
+	runPod(t, c, h, "web-0", "10.0.0.2")
+	stale := h.DeepCopy()
+	g.Expect(c.Delete(ctx, h)).To(Succeed())
+
+	r := &Reconciler{Client: c, Group: c, APIReader: c}
+	g.Expect(r.reconcilePeers(ctx, &habitatScope{obj: stale, group: PeerGroup(stale)}, stale)).To(Succeed())
+	err = c.Get(ctx, types.NamespacedName{Namespace: "rings", Name: PeerConfigMapName("ring.shop")}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a peer list with no owner was written: %v", err)
 }

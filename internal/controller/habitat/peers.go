@@ -9,11 +9,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 )
 
 // Labels the Habitat chart puts on every pod; keep in sync with
@@ -55,6 +55,13 @@ func (r *Reconciler) reconcilePeers(ctx context.Context, sc *habitatScope, obj *
 	if err != nil {
 		return err
 	}
+	if len(owners) == 0 {
+		// Every Habitat of the group is being deleted (this pass read obj
+		// before its deletion reached the cache): a peer list written now
+		// would have no owner and outlive the group for good. Garbage
+		// collection removes the one there is with its last owner.
+		return nil
+	}
 	key := client.ObjectKey{Namespace: obj.Namespace, Name: PeerConfigMapName(sc.group)}
 	mutate := func(cm *corev1.ConfigMap) func() error {
 		return func() error {
@@ -89,11 +96,7 @@ func (r *Reconciler) reconcilePeers(ctx context.Context, sc *habitatScope, obj *
 // pods and the peer lists this controller writes, the only pods and
 // ConfigMaps it reads whole.
 func PeerGroupSelector() labels.Selector {
-	req, err := labels.NewRequirement(PeerGroupLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant label key: cannot happen
-	}
-	return labels.NewSelector().Add(*req)
+	return kit.HasLabel(PeerGroupLabel)
 }
 
 // groupMembers returns owner references to the live Habitats of a group.

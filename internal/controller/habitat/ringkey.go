@@ -50,8 +50,10 @@ func (r *Reconciler) reconcileRingKey(ctx context.Context, sc *habitatScope, obj
 		return nil
 	}
 	sc.ringKeySecret = GeneratedRingKeySecretName(svc.Ring)
+	// Read from the API server: a typed read through the manager's client
+	// would start a cache of every Secret of the cluster, values included.
 	secret := &corev1.Secret{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sc.ringKeySecret}, secret)
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sc.ringKeySecret}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
 		return r.createRingKey(ctx, obj, sc.ringKeySecret)

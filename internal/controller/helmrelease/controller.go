@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,6 +48,52 @@ type Options struct {
 	// operator stops (--helm-run-grace-period); 0 means
 	// DefaultRunGracePeriod.
 	RunGracePeriod time.Duration
+	// NoCrossNamespaceRefs refuses references to objects in other namespaces
+	// (--no-cross-namespace-refs), to keep tenants apart.
+	NoCrossNamespaceRefs bool
+	// DependencyRequeue is how often a release waiting on its dependencies
+	// is looked at again besides the watches on them (--requeue-dependency);
+	// zero takes DefaultDependencyRequeue.
+	DependencyRequeue time.Duration
+	// WatchConfigs selects the valuesFrom ConfigMaps and Secrets (and
+	// kubeConfig Secrets) whose change reconciles their releases at once
+	// (--watch-configs-label-selector); nil takes
+	// DefaultWatchConfigsLabelSelector. The others are read at each
+	// reconcile, so a change of theirs lands at the next interval, as in Flux.
+	WatchConfigs labels.Selector
+	// WatchNamespaces limits the cache of watched ConfigMaps the controller
+	// starts itself; empty watches all namespaces, as the manager's cache.
+	WatchNamespaces []string
+}
+
+// DefaultWatchConfigsLabelSelector is Flux's --watch-configs-label-selector
+// default: a valuesFrom source labelled reconcile.fluxcd.io/watch: Enabled is
+// watched. Watching every ConfigMap of a cluster would keep each one's
+// metadata in memory (tens of thousands at 10,000 releases, most of them the
+// releases' own) to notice the few that are values.
+const DefaultWatchConfigsLabelSelector = watchLabel + "=" + watchEnabled
+
+// Flux's label on a valuesFrom source to watch, and its value.
+const (
+	watchLabel   = "reconcile.fluxcd.io/watch"
+	watchEnabled = "Enabled"
+)
+
+func (o Options) watchConfigs() labels.Selector {
+	if o.WatchConfigs == nil {
+		return labels.SelectorFromSet(labels.Set{watchLabel: watchEnabled})
+	}
+	return o.WatchConfigs
+}
+
+// DefaultDependencyRequeue is Flux's --requeue-dependency default.
+const DefaultDependencyRequeue = 30 * time.Second
+
+func (o Options) dependencyRequeue() time.Duration {
+	if o.DependencyRequeue <= 0 {
+		return DefaultDependencyRequeue
+	}
+	return o.DependencyRequeue
 }
 
 func (o Options) runGracePeriod() time.Duration {
@@ -80,6 +127,8 @@ type Reconciler struct {
 	Metrics      *Metrics
 	// runs are the Helm runs going on outside the workers.
 	runs *runs
+	// written is what this process last wrote that the cache may not show.
+	written *writeLog
 	// pacer hands out rollout slots: a Helm action starts only with one.
 	pacer *pace.Pacer
 	// repoWatch re-queues the releases a change of their HelmRepository's
@@ -113,6 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			r.forgetRollout(req.NamespacedName)
 			r.repoWatch.Forget(req.NamespacedName)
 			r.runs.forget(req.NamespacedName)
+			r.written.forget(req.NamespacedName)
 			r.Engine.ForgetCluster(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -154,7 +204,7 @@ func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*kraanv1.H
 	if err := r.Get(ctx, key, hr); err != nil {
 		return nil, err
 	}
-	if !r.runs.stale(hr) {
+	if !r.written.stale(hr) {
 		return hr, nil
 	}
 	if err := r.APIReader.Get(ctx, key, hr); err != nil {

@@ -9,6 +9,8 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -60,9 +62,10 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 		NoCrossNamespaceRefs:  opts.NoCrossNamespaceRefs,
 		HelmDefaults:          opts.HelmDefaults,
-		DependencyRequeue:     opts.DependencyRequeueOrDefault(),
+		DependencyRequeue:     opts.dependencyRequeue(),
 		Metrics:               metrics,
 		runs:                  newRuns(opts.MaxConcurrentReconciles, opts.runGracePeriod()),
+		written:               newWriteLog(),
 	}
 	r.pacer = pace.New(pace.Options{Max: opts.MaxConcurrentRollouts, OnTurn: r.runs.requeue})
 	r.runs.observeRun = r.observeRun
@@ -80,7 +83,7 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 			return fmt.Errorf("adding the watcher of HelmRepository indexes: %w", err)
 		}
 	}
-	return r.setupWithManager(mgr, opts.ControllerOptions)
+	return r.setupWithManager(mgr, opts)
 }
 
 // newSourceCharts gets charts from Flux sources, keeping artifacts in dir,
@@ -97,7 +100,7 @@ func newSourceCharts(mgr ctrl.Manager, dir string, fetch chart.Options) (*releas
 }
 
 // setupWithManager registers the reconciler, its indexes and watches.
-func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts kit.ControllerOptions) error {
+func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
 	ctx := context.Background()
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(ctx, &kraanv1.HelmRelease{}, dependsOnIndex, dependsOnKeys); err != nil {
@@ -112,17 +115,30 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts kit.ControllerOptio
 	if err := indexHelmRecords(ctx, indexer); err != nil {
 		return err
 	}
+	watchConfigs := opts.watchConfigs()
+	configMapKind := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	configs, err := kit.NewSelectedMetadataCache(mgr, "watched valuesFrom ConfigMaps", opts.WatchNamespaces,
+		map[schema.GroupVersionKind]labels.Selector{configMapKind: watchConfigs})
+	if err != nil {
+		return err
+	}
+	configMapRequests := r.requestsForValuesFrom("ConfigMap")
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&kraanv1.HelmRelease{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// Dependents start as soon as a dependency turns Ready, not after a requeue delay.
 		Watches(&kraanv1.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependency)).
 		// Only metadata of ConfigMaps and Secrets is cached: a change of their
-		// resourceVersion is all a values change needs to be noticed.
-		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsForValuesFrom("ConfigMap")),
-			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		// resourceVersion is all a values change needs to be noticed. Only
+		// the ConfigMaps the selector picks are cached at all (a cache of
+		// their own); every Secret's metadata is, for Helm's records.
+		WatchesRawSource(crsource.Kind(configs, kit.MetadataOf(configMapKind),
+			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, cm *metav1.PartialObjectMetadata) []reconcile.Request {
+				return configMapRequests(ctx, cm)
+			}),
+			predicate.TypedResourceVersionChangedPredicate[*metav1.PartialObjectMetadata]{})).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsForValuesFrom("Secret")),
-			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}, selected(watchConfigs))).
 		// The end of a Helm run re-queues its release, which records it.
 		WatchesRawSource(crsource.Channel(r.runs.ended, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts.Controller())
@@ -266,11 +282,14 @@ func indexHelmRecords(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
+// selected passes the events of objects whose labels sel matches.
+func selected(sel labels.Selector) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return sel.Matches(labels.Set(o.GetLabels())) })
+}
+
 // secretMetadata is the type of the operator's cache of Secret metadata.
 func secretMetadata() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return m
+	return kit.MetadataOf(corev1.SchemeGroupVersion.WithKind("Secret"))
 }
 
 // helmRecordKeys indexes a Helm release record by its release's name: the

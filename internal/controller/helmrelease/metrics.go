@@ -18,7 +18,19 @@ type Metrics struct {
 	// rollouts are the rollout pacing's releases by state (rolling,
 	// queued) and its limit (internal/pace).
 	rollouts *prometheus.GaugeVec
+	// statusWrites are the status writes sent, by cause.
+	statusWrites *prometheus.CounterVec
 }
+
+// Causes of a status write (kraan_helmrelease_status_writes_total).
+const (
+	// writeQueued: the release joined the rollout queue.
+	writeQueued = "queued"
+	// writeProgress: a Helm action ran longer than a rollout is expected to.
+	writeProgress = "progress"
+	// writeReconcile: the end of a reconcile, a run's outcome among them.
+	writeReconcile = "reconcile"
+)
 
 // NewMetrics creates the series and registers them with registerer (the
 // controller-runtime registry when nil), or returns those it already holds.
@@ -39,6 +51,10 @@ func NewMetrics(registerer prometheus.Registerer) (*Metrics, error) {
 		Name: "kraan_helmrelease_rollouts",
 		Help: "HelmReleases rolling out (state=rolling) and waiting in the rollout queue (state=queued), and how many may roll out at once (state=limit), adapted to what the cluster rolls out.",
 	}, []string{"state"})
+	statusWrites := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kraan_helmrelease_status_writes_total",
+		Help: "HelmRelease status writes sent to the API server, by cause: queued (joining the rollout queue), progress (a Helm action running longer than a rollout is expected to), reconcile (the end of a reconcile).",
+	}, []string{"cause"})
 	// A second manager in one process (tests, benchmarks) shares the series
 	// already registered, as the AddonsLayer metrics do.
 	m := &Metrics{}
@@ -52,12 +68,21 @@ func NewMetrics(registerer prometheus.Registerer) (*Metrics, error) {
 	if m.rollouts, err = kit.Register(registerer, rollouts); err != nil {
 		return nil, err
 	}
+	if m.statusWrites, err = kit.Register(registerer, statusWrites); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
 func (m *Metrics) observeAction(action, outcome string, d time.Duration) {
 	if m != nil {
 		m.actionDuration.WithLabelValues(action, outcome).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) wroteStatus(cause string) {
+	if m != nil {
+		m.statusWrites.WithLabelValues(cause).Inc()
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/kraan-io/kraan-operator/internal/pace"
 )
 
 func TestMetrics_ReadySeriesGoesAwayWithTheRelease(t *testing.T) {
@@ -35,4 +37,34 @@ func TestNewMetrics_SecondManagerSharesTheSeries(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "a second manager in one process could not register its metrics")
 	second.setReady("apps", "podinfo", true)
 	g.Expect(testutil.ToFloat64(first.releaseReady.WithLabelValues("apps", "podinfo"))).To(Equal(1.0))
+}
+
+// A run's progress is written only once it has run longer than a rollout
+// is expected to take: at least 30 s, longer when the pacer has learnt that
+// rollouts take longer (a wave of thousands), so that a rollout of normal
+// length costs no status write before its outcome.
+func TestProgressDelay_NoShorterThanAnExpectedRollout(t *testing.T) {
+	g := NewWithT(t)
+	r := &Reconciler{}
+	g.Expect(r.progressDelay()).To(Equal(minProgressDelay), "without a pacer")
+	r.pacer = pace.New(pace.Options{})
+	g.Expect(r.progressDelay()).To(Equal(minProgressDelay), "before any rollout")
+	r.pacer.Observe(2*time.Second, 0)
+	g.Expect(r.progressDelay()).To(Equal(minProgressDelay), "3 × 2 s + 5 s is shorter")
+	r.pacer = pace.New(pace.Options{})
+	r.pacer.Observe(20*time.Second, 0)
+	g.Expect(r.progressDelay()).To(Equal(65*time.Second), "3 × 20 s + 5 s")
+}
+
+func TestMetrics_StatusWritesByCause(t *testing.T) {
+	g := NewWithT(t)
+	m, err := NewMetrics(prometheus.NewRegistry())
+	g.Expect(err).NotTo(HaveOccurred())
+	m.wroteStatus(writeQueued)
+	m.wroteStatus(writeReconcile)
+	m.wroteStatus(writeReconcile)
+	g.Expect(testutil.ToFloat64(m.statusWrites.WithLabelValues(writeReconcile))).To(Equal(2.0))
+	g.Expect(testutil.ToFloat64(m.statusWrites.WithLabelValues(writeQueued))).To(Equal(1.0))
+	var none *Metrics
+	none.wroteStatus(writeProgress) // a reconciler without metrics (unit tests) records nothing
 }

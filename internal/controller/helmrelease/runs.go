@@ -2,8 +2,6 @@ package helmrelease
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -26,13 +24,8 @@ import (
 // never blocked on a rollout, and --concurrent bounds only the work done
 // between waits (rendering, applying, writing release records).
 type runs struct {
-	mu     sync.Mutex
-	byKey  map[types.NamespacedName]*run
-	failed map[types.NamespacedName]recordedFailures
-	// written is the digest of the status of each release as this process
-	// last wrote it: a cached copy with another status may predate the
-	// write, and is read again from the API server.
-	written map[types.NamespacedName]string
+	mu    sync.Mutex
+	byKey map[types.NamespacedName]*run
 	// idle returns memory to the system once a wave of runs is over
 	// (lifecycle counts them).
 	idle *time.Timer
@@ -69,13 +62,6 @@ type run struct {
 	err      error
 }
 
-// recordedFailures are the failure counters this process last recorded for
-// an attempt: the cache may not show them yet when the next run starts.
-type recordedFailures struct {
-	attempt  string
-	failures helm.Failures
-}
-
 // slotsPerWorker is how many runs may render and apply at once per worker
 // (--concurrent). A run's work between waits is mostly round trips to the
 // API server — creating the objects one by one, writing the release record —
@@ -87,8 +73,6 @@ func newRuns(concurrency int, grace time.Duration) *runs {
 	return &runs{
 		lifecycle: newRunLifecycle(grace),
 		byKey:     map[types.NamespacedName]*run{},
-		failed:    map[types.NamespacedName]recordedFailures{},
-		written:   map[types.NamespacedName]string{},
 		slots:     make(chan struct{}, slotsPerWorker*max(concurrency, 1)),
 		ended:     make(chan event.GenericEvent, 1024),
 	}
@@ -114,65 +98,33 @@ func (rs *runs) take(key types.NamespacedName) *run {
 	return r
 }
 
-// forget drops what is kept about a deleted release.
+// forget drops the finished run of a deleted release.
 func (rs *runs) forget(key types.NamespacedName) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	delete(rs.failed, key)
-	delete(rs.written, key)
 	if r := rs.byKey[key]; r != nil && r.finished {
 		delete(rs.byKey, key)
 	}
 }
 
-// wrote records the status hr was written with.
-func (rs *runs) wrote(hr *kraanv1.HelmRelease) {
-	digest := statusDigest(hr)
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	rs.written[ctrlKey(hr)] = digest
-}
+// minProgressDelay is how long an action runs at least before its progress
+// is written on the object: a quick action is reported once, when it ends,
+// which saves a status write per release; a long one shows what it does
+// while it runs. A release that waited in the rollout queue (one status
+// write) then costs no more writes than one that did not.
+const minProgressDelay = 30 * time.Second
 
-// stale says whether a cached copy of hr may predate this process's last
-// write of its status: its status is not the one written. (A change of its
-// spec or metadata since is no reason to read it again.)
-func (rs *runs) stale(hr *kraanv1.HelmRelease) bool {
-	digest := statusDigest(hr)
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	w, ok := rs.written[ctrlKey(hr)]
-	return ok && w != digest
+// progressDelay is how long an action runs before its progress is written:
+// minProgressDelay, or longer when the pacer expects rollouts to take longer
+// (the time after which it counts one as queued, 3 × the fastest + 5 s).
+// In a wave of thousands a rollout of 30 s is the norm, not news, and
+// writing it cost 0.4 status writes per release at 10,000.
+func (r *Reconciler) progressDelay() time.Duration {
+	if r.pacer == nil {
+		return minProgressDelay
+	}
+	return max(minProgressDelay, r.pacer.SlowAfter())
 }
-
-func statusDigest(hr *kraanv1.HelmRelease) string {
-	data, _ := json.Marshal(&hr.Status)
-	sum := sha256.Sum256(data)
-	return string(sum[:])
-}
-
-// recordFailures remembers the counters recorded for attempt.
-func (rs *runs) recordFailures(key types.NamespacedName, attempt string, f helm.Failures) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	rs.failed[key] = recordedFailures{attempt: attempt, failures: f}
-}
-
-// failuresOf are the counters recorded for attempt by this process, if any.
-func (rs *runs) failuresOf(key types.NamespacedName, attempt string) (helm.Failures, bool) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	f, ok := rs.failed[key]
-	return f.failures, ok && f.attempt == attempt
-}
-
-// progressDelay is how long an action runs before its progress is written
-// on the object: a quick action is reported once, when it ends, which saves
-// a status write per release; a long one shows what it does while it runs.
-// Paced runs of a wave take up to 3 × the fastest run + 5 s
-// (internal/pace), some 20 s on a busy cluster: 30 s lets them end
-// unreported, so a release that waited in the rollout queue (one status
-// write) costs no more writes than one that did not.
-const progressDelay = 30 * time.Second
 
 // idleAfter is how long after the last run of a wave ended the memory its
 // runs used (charts, manifests, Helm's clients) is handed back to the
@@ -301,14 +253,14 @@ func (p *progressReporter) report(ctx context.Context, action helm.Action) {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	p.timer = time.AfterFunc(progressDelay, func() {
+	p.timer = time.AfterFunc(p.r.progressDelay(), func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.stopped {
 			return
 		}
 		p.r.reportProgress(ctx, p.sc, action)
-		p.r.runs.wrote(p.sc.hr)
+		p.r.written.wrote(p.sc.hr)
 	})
 }
 
@@ -337,7 +289,7 @@ func (r *Reconciler) startRun(ctx context.Context, sc *releaseScope) {
 	run.handledForceAt, run.handledResetAt = hr.Status.LastHandledForceAt, hr.Status.LastHandledResetAt
 	failures := r.failuresFor(hr, sc.desired, reset || force)
 	if !reset && !force {
-		if f, ok := r.runs.failuresOf(key, run.attempt); ok {
+		if f, ok := r.written.failuresOf(key, run.attempt); ok {
 			failures = f
 		}
 	}

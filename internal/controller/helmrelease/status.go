@@ -68,7 +68,11 @@ func (r *Reconciler) reportProgress(ctx context.Context, sc *releaseScope, actio
 		action, target.StorageNamespace, target.ReleaseName, sc.desired.ChartName(), sc.desired.ChartVersion())
 	setCondition(hr, kraanv1.ReconcilingCondition, metav1.ConditionTrue, kraanv1.ReasonProgressing, msg)
 	summarize(hr)
-	if err := sc.patcher.Patch(ctx, hr); err != nil {
+	sent, err := sc.patcher.Write(ctx, hr)
+	if sent {
+		r.Metrics.wroteStatus(writeProgress)
+	}
+	if err != nil {
 		// The action runs anyway; the final patch reports its outcome.
 		ctrl.LoggerFrom(ctx).Error(err, "Reporting progress", "action", string(action))
 	}
@@ -98,8 +102,7 @@ func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Resu
 	// before anything is written, recorded or logged.
 	err = sc.redactor.Error(err)
 	r.recordOutcome(sc, res, err)
-	patchErr := sc.patcher.Patch(ctx, hr)
-	r.runs.wrote(hr)
+	patchErr := r.writeStatus(ctx, sc)
 	if sc.starting != nil && err == nil {
 		r.launchStarted(ctx, sc)
 		return ctrl.Result{}, patchErr
@@ -117,6 +120,21 @@ func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Resu
 		return res, nil
 	}
 	return ctrl.Result{RequeueAfter: requeueInterval(hr)}, nil
+}
+
+// writeStatus writes the status a reconcile ends with, and counts the
+// write by its cause.
+func (r *Reconciler) writeStatus(ctx context.Context, sc *releaseScope) error {
+	sent, err := sc.patcher.Write(ctx, sc.hr)
+	if sent {
+		cause := writeReconcile
+		if sc.queued {
+			cause = writeQueued
+		}
+		r.Metrics.wroteStatus(cause)
+	}
+	r.written.wrote(sc.hr)
+	return err
 }
 
 // recordOutcome sets the conditions from how the steps ended, masked, and

@@ -184,7 +184,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ct
 	if done := r.runs.take(key); done != nil {
 		sc.run, sc.runErr, sc.ran = done.result, done.err, true
 		r.recordRun(sc, done)
-		r.runs.recordFailures(key, done.attempt, done.result.Failures)
+		r.written.recordFailures(key, done.attempt, done.result.Failures)
 		requested := hr.Annotations[requestedAtAnnotation] != done.handledReconcileAt
 		if done.attempt == attemptOf(hr, sc.desired) && !requested {
 			return r.runOutcome(ctx, sc)

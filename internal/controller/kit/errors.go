@@ -16,6 +16,9 @@ type TerminalError struct {
 	// Reason is the condition and event reason.
 	Reason string
 	Err    error
+	// Resync, when set, looks at the object again after it though nothing
+	// changed: a kind that still resyncs a stalled object on its interval.
+	Resync time.Duration
 }
 
 func (e *TerminalError) Error() string { return e.Err.Error() }
@@ -121,7 +124,7 @@ func ReasonOf(err error, fallback string) string {
 
 // ResultOf turns a step's error into what controller-runtime is told: a
 // terminal error is not retried (a watch brings the object back when
-// something changes), a wait requeues after its delay, anything else is
+// something changes; its Resync, if any, is a plain look again), a wait requeues after its delay, anything else is
 // returned for back-off.
 func ResultOf(err error) (ctrl.Result, error) {
 	if err == nil {
@@ -129,6 +132,10 @@ func ResultOf(err error) (ctrl.Result, error) {
 	}
 	switch Classify(err) {
 	case ClassTerminal:
+		var terminal *TerminalError
+		if errors.As(err, &terminal) {
+			return ctrl.Result{RequeueAfter: terminal.Resync}, nil
+		}
 		return ctrl.Result{}, nil
 	case ClassWaiting:
 		var waiting *WaitingError

@@ -72,6 +72,7 @@ func TestClassify_AndResultOf(t *testing.T) {
 		wantErr    bool
 	}{
 		{"terminal, wrapped", fmt.Errorf("ctx: %w", Terminal("ChartNotFound", plain)), ClassTerminal, "ChartNotFound", ctrl.Result{}, false},
+		{"terminal with a resync", &TerminalError{Reason: "LayerTestFailed", Err: plain, Resync: time.Hour}, ClassTerminal, "LayerTestFailed", ctrl.Result{RequeueAfter: time.Hour}, false},
 		{"waiting", Waiting("DependencyNotReady", time.Minute, plain), ClassWaiting, "DependencyNotReady", ctrl.Result{RequeueAfter: time.Minute}, false},
 		{"transient", Transient("ArtifactFailed", plain), ClassTransient, "ArtifactFailed", ctrl.Result{}, true},
 		{"transient wrapping a forbidden error stays transient", Transient("X", apierrors.NewForbidden(gr, "x", plain)), ClassTransient, "X", ctrl.Result{}, true},

@@ -23,24 +23,6 @@ type ControllerOptions struct {
 	// transient failure; zero takes the defaults above.
 	MinRetryDelay time.Duration
 	MaxRetryDelay time.Duration
-	// NoCrossNamespaceRefs refuses references to objects in other namespaces
-	// (--no-cross-namespace-refs), to keep tenants apart.
-	NoCrossNamespaceRefs bool
-	// DependencyRequeue is how often an object waiting on its dependencies is
-	// looked at again besides the watches on them (--requeue-dependency);
-	// zero takes DefaultDependencyRequeue.
-	DependencyRequeue time.Duration
-}
-
-// DefaultDependencyRequeue is Flux's --requeue-dependency default.
-const DefaultDependencyRequeue = 30 * time.Second
-
-// DependencyRequeueOrDefault is DependencyRequeue, or its default.
-func (o ControllerOptions) DependencyRequeueOrDefault() time.Duration {
-	if o.DependencyRequeue <= 0 {
-		return DefaultDependencyRequeue
-	}
-	return o.DependencyRequeue
 }
 
 // Controller returns controller-runtime's options: the workers, and a rate

@@ -49,21 +49,28 @@ func (p *Patcher) Fork() *Patcher {
 // Patch writes obj's status. An object deleted meanwhile, or a reconcile
 // cancelled by shutdown, is not an error: there is nothing left to report to.
 func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
+	_, err := p.Write(ctx, obj)
+	return err
+}
+
+// Write is Patch, saying whether a request was sent: nothing is when the
+// status is unchanged.
+func (p *Patcher) Write(ctx context.Context, obj client.Object) (sent bool, err error) {
 	if data, err := client.MergeFrom(p.base).Data(obj); err == nil && string(data) == "{}" {
 		// Nothing changed: an idle resync writes nothing.
-		return nil
+		return false, nil
 	}
 	patch := client.MergeFrom(p.base)
 	if p.lock {
 		patch = client.MergeFromWithOptions(p.base, client.MergeFromWithOptimisticLock{})
 	}
-	err := p.client.Status().Patch(ctx, obj, patch)
+	err = p.client.Status().Patch(ctx, obj, patch)
 	switch {
 	case apierrors.IsNotFound(err), err != nil && errors.Is(err, context.Canceled):
-		return nil
+		return true, nil
 	case err != nil:
-		return fmt.Errorf("patching status: %w", err)
+		return true, fmt.Errorf("patching status: %w", err)
 	}
 	p.Rebase(obj)
-	return nil
+	return true, nil
 }

@@ -10,8 +10,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
-	"github.com/kraan-io/kraan-operator/internal/testutil/testpki"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/testpki"
 )
 
 // authCase is one way of authenticating to a repository and what it gives.

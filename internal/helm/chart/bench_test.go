@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 )
 
 // BenchmarkFetcher_Fetch measures what a release pays for its chart once the

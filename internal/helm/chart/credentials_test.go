@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
-	"github.com/kraan-io/kraan-operator/internal/testutil/testpki"
+	"github.com/kraan-io/kraan-operator/test/testpki"
 )
 
 // garbagePEM is a PEM block whose content is no certificate; errors must

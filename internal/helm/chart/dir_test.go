@@ -14,7 +14,7 @@ import (
 	helmchart "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 )
 
 func TestLoadDir_withVendoredDependency(t *testing.T) {

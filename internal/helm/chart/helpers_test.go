@@ -14,7 +14,7 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 )
 
 // fakeClock is a clock tests move by hand.

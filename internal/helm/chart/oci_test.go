@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 )
 
 // ociRequest asks for a chart of an OCI registry served over plain HTTP.

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 )
 
 func TestIsTransient(t *testing.T) {

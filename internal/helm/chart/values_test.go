@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 )
 
 func loadWithdeps(t *testing.T) *chart.Result {

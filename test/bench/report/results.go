@@ -89,14 +89,22 @@ type Operator struct {
 	// a wave outlasts spec.interval (10m by default), the interval's
 	// reconciles (n per interval) are the steady state's work.
 	IdleReconciles float64 `json:"idleReconciles,omitempty"`
+	// SettledCPUPercent is the CPU time over the next IdleWindowSeconds,
+	// once the wave's end is over: the steady state of n Deployed releases;
+	// SettledReconciles the reconciles in it.
+	SettledCPUPercent float64 `json:"settledCPUPercent,omitempty"`
+	SettledReconciles float64 `json:"settledReconciles,omitempty"`
 	// Install are the API requests the operator made from the first
 	// HelmRelease created to the last one Ready.
 	Install Requests `json:"install"`
 	// HelmActionsInstall is the Helm actions the operator's metrics counted
 	// over the same window.
-	HelmActionsInstall float64   `json:"helmActionsInstall"`
-	Resync             Resync    `json:"resync"`
-	ColdStart          ColdStart `json:"coldStart"`
+	HelmActionsInstall float64 `json:"helmActionsInstall"`
+	// StatusWritesInstall are the status writes the operator counted over
+	// the same window, by cause (kraan_helmrelease_status_writes_total).
+	StatusWritesInstall map[string]float64 `json:"statusWritesInstall,omitempty"`
+	Resync              Resync             `json:"resync"`
+	ColdStart           ColdStart          `json:"coldStart"`
 	// Pacing is the most the rollout pacing showed during the install
 	// (kraan_helmrelease_rollouts, sampled every 10 s).
 	Pacing Pacing `json:"pacing"`

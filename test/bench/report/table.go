@@ -45,6 +45,9 @@ func systems(w io.Writer, s Size) {
 		"mapped from the page cache; ", op.IdleRSSMiB, op.IdleAnonMiB, op.IdleHeapMiB, op.IdleFileMiB)
 	fmt.Fprintf(w, "rollout pacing during the install: limit up to %.0f, up to %.0f rolling out and %.0f queued at once; ",
 		op.Pacing.MaxLimit, op.Pacing.MaxRolling, op.Pacing.MaxQueued)
+	fmt.Fprintf(w, "status writes while installing %s; ", writesByCause(op.StatusWritesInstall, n))
+	fmt.Fprintf(w, "CPU over the next %.0f s, settled: %.2f %% (%.0f reconciles in it); ",
+		op.IdleWindowSeconds, op.SettledCPUPercent, op.SettledReconciles)
 	fmt.Fprintf(w, "%.0f Helm actions while installing; idle CPU over %.0f s (%.0f reconciles in it); resync took %s "+
 		"(%d new revisions); cold start: /readyz after %s, all confirmed Ready after %s (%.0f reconciles, "+
 		"%.0f Helm actions, %d new revisions, %.1f API requests / release; RSS then %.0f MiB, peak %.0f MiB).\n\n",
@@ -52,6 +55,26 @@ func systems(w io.Writer, s Size) {
 		secs(op.ColdStart.ReadyzSeconds), secs(op.ColdStart.Seconds), op.ColdStart.Reconciles,
 		op.ColdStart.HelmActions, op.ColdStart.NewRevisions, float64(op.ColdStart.Requests.Total)/n,
 		op.ColdStart.RSSMiB, op.ColdStart.PeakRSSMiB)
+}
+
+// writesByCause lists status writes per release by cause, e.g.
+// "1.00 queued + 1.00 reconcile = 2.00 / release".
+func writesByCause(writes map[string]float64, n float64) string {
+	if len(writes) == 0 {
+		return "not counted"
+	}
+	causes := make([]string, 0, len(writes))
+	for c := range writes {
+		causes = append(causes, c)
+	}
+	sort.Strings(causes)
+	parts := make([]string, 0, len(causes))
+	total := 0.0
+	for _, c := range causes {
+		parts = append(parts, fmt.Sprintf("%.2f %s", writes[c]/n, c))
+		total += writes[c]
+	}
+	return fmt.Sprintf("%s = %.2f / release", strings.Join(parts, " + "), total/n)
 }
 
 // byKind lists the operator's API requests per release by kind, for the

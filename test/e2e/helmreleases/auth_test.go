@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
-	"github.com/kraan-io/kraan-operator/internal/testutil/testpki"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/testpki"
 )
 
 // repositoryAuth is how a test points a HelmRepository at an authenticated

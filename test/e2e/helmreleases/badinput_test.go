@@ -19,8 +19,8 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/helm"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // TestHelmRelease_BadInputKeepsTheDeployedRelease breaks a deployed release's

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 )
 
 // renamedSmallChart is the small chart published under another name,

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 )
 
 // TestHelmRelease_InstallNoopUpgradeUninstall walks one release through its
@@ -23,9 +23,12 @@ func TestHelmRelease_InstallNoopUpgradeUninstall(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	newRepository(t, ns)
+	// Labelled as Flux asks of a valuesFrom source whose change must
+	// upgrade at once (--watch-configs-label-selector's default).
 	values := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "small-values", Namespace: ns},
-		Data:       map[string]string{"values.yaml": "replicaCount: 2\n"},
+		ObjectMeta: metav1.ObjectMeta{Name: "small-values", Namespace: ns,
+			Labels: map[string]string{"reconcile.fluxcd.io/watch": "Enabled"}},
+		Data: map[string]string{"values.yaml": "replicaCount: 2\n"},
 	}
 	g.Expect(k8s.Create(ctx, values)).To(Succeed())
 	newRelease(t, ns, "app", "small", withVersion("0.1.0"), withValues(map[string]any{"message": "one"}),
@@ -71,7 +74,7 @@ func TestHelmRelease_InstallNoopUpgradeUninstall(t *testing.T) {
 	g.Expect(hr.Status.History[1].Action).To(Equal(kraanv1.ReleaseActionInstall), "older snapshots keep theirs")
 	g.Expect(hr.Status.Inventory.Entries).To(HaveLen(3))
 
-	// A change of the valuesFrom ConfigMap alone upgrades too.
+	// A change of the watched valuesFrom ConfigMap alone upgrades too.
 	values.Data["values.yaml"] = "replicaCount: 3\n"
 	g.Expect(k8s.Update(ctx, values)).To(Succeed())
 	NewWithT(t).Eventually(func(g Gomega) {

@@ -16,9 +16,9 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/redact"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // TestHelmRelease_SecretValuesNeverLeak feeds a chart, through valuesFrom

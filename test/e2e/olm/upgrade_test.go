@@ -27,10 +27,10 @@ import (
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/olm"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
-	"github.com/kraan-io/kraan-operator/internal/testutil/chartrepo"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 	"github.com/kraan-io/kraan-operator/test/env"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // upgradeSize is how many chained layers of how many HelmReleases the

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/kraan-io/kraan-operator/internal/testenv"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // operatorNamespace is config/default's namespace.

@@ -28,7 +28,7 @@ import (
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	habitatctrl "github.com/kraan-io/kraan-operator/internal/controller/habitat"
-	"github.com/kraan-io/kraan-operator/internal/testenv"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 const (

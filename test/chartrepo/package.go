@@ -37,7 +37,7 @@ func ChartDir(name string) string {
 	if !ok {
 		panic("chartrepo: cannot locate its own source file")
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "charts", name)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "charts", name)
 }
 
 // Package packages the chart directory dir with Helm's SDK (chartutil.Save).

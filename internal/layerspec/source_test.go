@@ -1,4 +1,4 @@
-package addonslayer
+package layerspec
 
 import (
 	"fmt"
@@ -49,8 +49,8 @@ func TestSourceKind_AcceptsFluxAndKraanSpellings(t *testing.T) {
 	} {
 		t.Run(in, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(sourceKind(in)).To(Equal(want))
-			obj, err := newSourceObject(in)
+			g.Expect(SourceKind(in)).To(Equal(want))
+			obj, err := NewSourceObject(in)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(fmt.Sprintf("%T", obj)).To(Equal("*v1." + want))
 		})
