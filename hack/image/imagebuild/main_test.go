@@ -22,9 +22,8 @@ import (
 
 // registry is the in-process OCI registry (go-containerregistry's
 // pkg/registry) every test of the package pushes to, served over TLS on
-// 127.0.0.1: opm and operator-sdk pull over HTTPS only (operator-sdk's
-// unpacker has no plain-HTTP switch), trusting its certificate through
-// SSL_CERT_FILE.
+// 127.0.0.1: opm pulls from it as from any registry, over HTTPS, trusting
+// its certificate through SSL_CERT_FILE.
 var registry *httptest.Server
 
 func TestMain(m *testing.M) {
@@ -149,15 +148,15 @@ func tool(t *testing.T, env string) string {
 	t.Helper()
 	path := os.Getenv(env)
 	if path == "" {
-		t.Fatalf("%s is not set: run the tests with `make test`, which builds opm and operator-sdk (`make olm-tools`)", env)
+		t.Fatalf("%s is not set: run the tests with `make test`, which builds opm (`make olm-runtime`)", env)
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s=%s: %v; run `make olm-tools`", env, path, err)
+		t.Fatalf("%s=%s: %v; run `make olm-runtime`", env, path, err)
 	}
 	return path
 }
 
-// toolEnv is the environment of opm and operator-sdk: a home of their own
+// toolEnv is the environment of opm: a home of its own
 // with a containers signature policy that accepts any image (opm's image
 // library refuses to pull without one), trusting the registry's certificate.
 func toolEnv(t *testing.T) []string {
