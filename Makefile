@@ -89,15 +89,23 @@ GO_TEST_FLAGS ?= -count=1 -timeout 30m -p 3
 TOOLS_JOBS ?= 1
 # The tools every test needs, the longest build first.
 TEST_TOOLS = $(EARLY_TOOLS) $(LATE_TOOLS)
-# make test builds EARLY_TOOLS first, then LATE_TOOLS while the tests of every
-# package but LATE_PACKAGES run (they leave a core mostly idle: 19.5 min of
-# CPU in 23.5 on the clock), then LATE_PACKAGES, the only ones that run the
-# late tools: Flux helm-controller (test/e2e/migration), OLM and opm
-# (test/e2e/olm, the image round trip). A test reaching for a late tool too
-# early fails naming it (TestLatePackages_RunTheLateTools keeps this list true).
+# make test builds EARLY_TOOLS first. Then two things run side by side: the
+# tests of every package but LATE_PACKAGES (they leave a core mostly idle:
+# 19.5 min of CPU in 23.5 on the clock), and LATE_TOOLS followed at once by
+# LATE_PACKAGES (LATE_TEST_P at a time), the only packages that run the late
+# tools: Flux helm-controller (test/e2e/migration), OLM and opm (test/e2e/olm,
+# the image round trip). A test reaching for a late tool too early fails
+# naming it (TestLatePackages_RunTheLateTools keeps this list true).
 EARLY_TOOLS = $(ASSETS) source-controller $(HELM_CONTROLLER_CRDS)/.complete $(CONTROLLER_GEN)
 LATE_TOOLS = helm-controller olm-runtime
 LATE_PACKAGES = ./test/e2e/migration ./test/e2e/olm ./hack/image/imagebuild
+LATE_TEST_P ?= 2
+# go test starts packages in the order it is given them: the packages taking
+# a minute or more go first, longest first, so that none of them starts last
+# and runs alone at the end (longest-first scheduling). The rest follow in
+# go list's order. Times: docs/development.md.
+LONG_PACKAGES = ./test/e2e/helmreleases ./test/e2e ./test/e2e/soak ./test/e2e/confinement ./test/e2e/crash \
+	./test/demo ./test/e2e/pacing ./test/e2e/habitat ./internal/controller/addonslayer ./internal/helm
 # `make test` writes how long each phase and each tool build took here and
 # prints it at the end (hack/phase.sh).
 PHASES_LOG := $(CURDIR)/.cache/phases.tsv
@@ -159,11 +167,12 @@ test: ## Run every test: unit, envtest and the local control plane.
 	@$(PHASE) "tools, generate, vet" $(MAKE) --no-print-directory -j$(TOOLS_JOBS) $(EARLY_TOOLS) generated-and-vetted \
 		|| { $(PHASE) --summary; exit 1; }
 	@status=0; late_log=$(dir $(PHASES_LOG))late-tools.log; \
-	$(PHASE) "late tools (beside tests)" $(MAKE) --no-print-directory $(LATE_TOOLS) >$$late_log 2>&1 & late=$$!; \
-	$(PHASE) "go test" $(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -vxF $(foreach p,$(LATE_PACKAGES),-e $(MODULE)/$(p:./%=%))) || status=1; \
-	if wait $$late; then \
-		$(PHASE) "go test (late packages)" $(GO) test $(GO_TEST_FLAGS) $(LATE_PACKAGES) || status=1; \
-	else cat $$late_log; echo "building $(LATE_TOOLS) failed (above): $(LATE_PACKAGES) not tested"; status=1; fi; \
+	{ $(PHASE) "late tools (beside tests)" $(MAKE) --no-print-directory $(LATE_TOOLS) >$$late_log 2>&1 \
+		|| { cat $$late_log; echo "building $(LATE_TOOLS) failed (above): $(LATE_PACKAGES) not tested"; exit 1; }; \
+	  $(PHASE) "go test (late packages, beside tests)" $(GO) test $(GO_TEST_FLAGS) -p $(LATE_TEST_P) $(LATE_PACKAGES); } & late=$$!; \
+	$(PHASE) "go test" $(GO) test $(GO_TEST_FLAGS) $(LONG_PACKAGES) \
+		$$($(GO) list ./... | grep -vxF $(foreach p,$(LATE_PACKAGES) $(LONG_PACKAGES),-e $(MODULE)/$(p:./%=%))) || status=1; \
+	wait $$late || status=1; \
 	$(PHASE) --summary; exit $$status
 
 # generated-and-vetted: the generated code, then go vet, which compiles every

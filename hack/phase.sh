@@ -17,7 +17,7 @@ if [ "${1:-}" = "--summary" ]; then
 	[ -s "$log" ] || exit 0
 	echo
 	echo "Time by phase (wall clock, and CPU used; tools are built side by side, their rows overlap):"
-	awk -F'\t' '{ printf "  %-26s %4dm%02ds   CPU %4dm%02ds   %s\n", $1, $2 / 60, $2 % 60, $3 / 60, $3 % 60, $4 }' "$log"
+	awk -F'\t' '{ printf "  %-38s %4dm%02ds   CPU %4dm%02ds   %s\n", $1, $2 / 60, $2 % 60, $3 / 60, $3 % 60, $4 }' "$log"
 	exit 0
 fi
 

@@ -75,6 +75,7 @@ func TestEngine_Run_anActionTheAPIServerCutIsCompletedNotCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(engine.Close)
 	for _, tt := range []struct {
 		name      string
 		namespace string

@@ -52,6 +52,21 @@ func NewEngine(config *rest.Config) (*Engine, error) {
 	return &Engine{local: local}, nil
 }
 
+// Close stops what the engine runs in the background on every cluster: the
+// watches on the clusters' APIs, the rollout informers, the idle
+// connections. The operator never calls it (its engine lives as long as the
+// process); a process that goes on without the engine does, or the API
+// server it talked to waits for those watches when it shuts down.
+func (e *Engine) Close() {
+	e.remotes.mu.Lock()
+	for key := range e.remotes.entries {
+		e.remotes.retireLocked(key)
+	}
+	e.remotes.mu.Unlock()
+	e.remotes.stopRetired()
+	e.local.stop()
+}
+
 // clientsFor are the clients of the cluster target lives in.
 func (e *Engine) clientsFor(target Target) (*clusterClients, error) {
 	if target.Cluster == nil {

@@ -178,5 +178,6 @@ func startEngine(t *testing.T) (*testenv.Env, *Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(engine.Close)
 	return env, engine
 }

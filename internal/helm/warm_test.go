@@ -56,6 +56,7 @@ func startCountingEngine(t *testing.T) (*testenv.Env, *Engine, *pathCounter) {
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
 	engine, err := NewEngine(config)
 	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(engine.Close)
 	return env, engine, counter
 }
 

@@ -51,6 +51,7 @@ func startChartEnv(t *testing.T, edits ...func(*watches.Watch)) client.Client {
 	mgr := testenv.NewManager(t, env.Config)
 	engine, err := helm.NewEngine(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(engine.Close) // after the manager stops, before the API server does
 	for _, w := range list {
 		g.Expect(Setup(mgr, engine, w, Options{ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 2}})).To(Succeed())
 	}

@@ -47,6 +47,7 @@ func startHabitatEnv(t *testing.T) client.Client {
 	mgr := testenv.NewManager(t, env.Config)
 	engine, err := helm.NewEngine(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(engine.Close) // after the manager stops, before the API server does
 	workers := kit.ControllerOptions{MaxConcurrentReconciles: 2}
 	for _, w := range list {
 		g.Expect(chartbacked.Setup(mgr, engine, w, chartbacked.Options{ControllerOptions: workers, ExtraConditions: ChartConditions})).To(Succeed())
