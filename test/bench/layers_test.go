@@ -148,12 +148,12 @@ func deployLayers(ctx context.Context, c client.WithWatch, res *report.Layers) e
 	defer stopReleases()
 	go func() {
 		_, _ = watchCount(releasesCtx, c, &kraanv1.HelmReleaseList{}, &kraanv1.HelmRelease{}, "",
-			times.recordRelease, func(client.Object) bool { return false }, -1) // records until cancelled
+			times.recordRelease, nil, func(client.Object) bool { return false }, -1) // records until cancelled
 	}()
 	result := make(chan watchResult, 1)
 	go func() {
 		at, err := watchCount(ctx, c, &kraanv1.AddonsLayerList{}, &kraanv1.AddonsLayer{}, "",
-			times.recordLayer, isDeployed, layerCount)
+			times.recordLayer, nil, isDeployed, layerCount)
 		result <- watchResult{at, err}
 	}()
 	start := time.Now()

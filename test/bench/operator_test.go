@@ -113,7 +113,8 @@ func (r *operatorRun) install(ctx context.Context) error {
 		defer close(sampled)
 		r.op.sampleHeapPeak(sampling, filepath.Join(r.dir, fmt.Sprintf("heap-peak-%d.pprof", r.n)), &r.res.Pacing)
 	}()
-	at, start, err := r.whileWatching(ctx, isReady, func(ctx context.Context) error {
+	progress := &curve{}
+	at, start, err := r.whileWatching(ctx, isReady, progress, func(ctx context.Context) error {
 		return parallel(r.n, creators, func(i int) error {
 			return r.c.Create(ctx, &kraanv1.HelmRelease{
 				ObjectMeta: metav1.ObjectMeta{Name: releaseName(i), Namespace: operatorNamespace},
@@ -130,6 +131,7 @@ func (r *operatorRun) install(ctx context.Context) error {
 	}
 	r.res.Install = r.proxy.counts.since(requests)
 	r.res.Seconds = at.Sub(start).Seconds()
+	r.res.Curve = progress.secondsSince(start)
 	after, err := r.op.scrape(ctx)
 	if err != nil {
 		return err
@@ -144,14 +146,15 @@ func (r *operatorRun) install(ctx context.Context) error {
 }
 
 // whileWatching runs act while watching the operator's HelmReleases, and
-// returns when act started and when done first held for all n of them.
-func (r *operatorRun) whileWatching(ctx context.Context, done func(client.Object) bool,
+// returns when act started and when done first held for all n of them;
+// progress (nil for none) records the way there.
+func (r *operatorRun) whileWatching(ctx context.Context, done func(client.Object) bool, progress *curve,
 	act func(context.Context) error) (at, start time.Time, err error) {
 	ctx, cancel := context.WithTimeout(ctx, phaseTimeout(r.n))
 	defer cancel()
 	result := make(chan watchResult, 1)
 	go func() {
-		at, err := watchCount(ctx, r.c, &kraanv1.HelmReleaseList{}, &kraanv1.HelmRelease{}, operatorNamespace, nil, done, r.n)
+		at, err := watchCount(ctx, r.c, &kraanv1.HelmReleaseList{}, &kraanv1.HelmRelease{}, operatorNamespace, nil, progress, done, r.n)
 		result <- watchResult{at, err}
 	}()
 	start = time.Now()
@@ -240,7 +243,7 @@ func (r *operatorRun) resync(ctx context.Context) error {
 		hr, ok := o.(*kraanv1.HelmRelease)
 		return ok && hr.Status.LastHandledReconcileAt == token
 	}
-	at, start, err := r.whileWatching(ctx, handled, func(ctx context.Context) error {
+	at, start, err := r.whileWatching(ctx, handled, nil, func(ctx context.Context) error {
 		return parallel(r.n, creators, func(i int) error {
 			hr := &kraanv1.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: releaseName(i), Namespace: operatorNamespace}}
 			patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, "reconcile.fluxcd.io/requestedAt", token)

@@ -100,8 +100,9 @@ func applyRaw(ctx context.Context, c client.WithWatch, namespace string, release
 		}
 	}
 	available := make(chan watchResult, 1)
+	progress := &curve{}
 	go func() {
-		at, err := watchCount(ctx, c, &appsv1.DeploymentList{}, &appsv1.Deployment{}, namespace, nil, isCurrent, deployments)
+		at, err := watchCount(ctx, c, &appsv1.DeploymentList{}, &appsv1.Deployment{}, namespace, nil, progress, isCurrent, deployments)
 		available <- watchResult{at, err}
 	}()
 	start := time.Now()
@@ -112,7 +113,8 @@ func applyRaw(ctx context.Context, c client.WithWatch, namespace string, release
 	if res.err != nil {
 		return report.Raw{}, fmt.Errorf("waiting for %d Deployments Available in %s: %w", deployments, namespace, res.err)
 	}
-	return report.Raw{Seconds: res.at.Sub(start).Seconds(), Objects: applied, Appliers: appliers}, nil
+	return report.Raw{Seconds: res.at.Sub(start).Seconds(), Objects: applied, Appliers: appliers,
+		Curve: progress.secondsSince(start)}, nil
 }
 
 type watchResult struct {

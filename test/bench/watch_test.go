@@ -17,9 +17,11 @@ import (
 // first satisfy ok, as seen from watch events: no polling interval adds to
 // what is measured. ok is evaluated once per event, for the object of the
 // event only, so that watching thousands of objects stays cheap beside what
-// it measures. onEvent, when not nil, sees every event first, as it arrives.
+// it measures. onEvent, when not nil, sees every event first, as it arrives;
+// progress, when not nil, records when the count first reached each
+// twentieth of want.
 func watchCount(ctx context.Context, c client.WithWatch, list client.ObjectList, item client.Object, ns string,
-	onEvent func(watch.EventType, client.Object), ok func(client.Object) bool, want int) (time.Time, error) {
+	onEvent func(watch.EventType, client.Object), progress *curve, ok func(client.Object) bool, want int) (time.Time, error) {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			l, _ := list.DeepCopyObject().(client.ObjectList)
@@ -39,6 +41,7 @@ func watchCount(ctx context.Context, c client.WithWatch, list client.ObjectList,
 		} else {
 			delete(satisfied, key)
 		}
+		progress.observe(len(satisfied), want)
 		if len(satisfied) == want {
 			at = time.Now()
 			return true
@@ -51,6 +54,7 @@ func watchCount(ctx context.Context, c client.WithWatch, list client.ObjectList,
 				satisfied[client.ObjectKeyFromObject(obj).String()] = true
 			}
 		}
+		progress.observe(len(satisfied), want)
 		if len(satisfied) == want {
 			at = time.Now()
 			return true, nil
@@ -67,4 +71,33 @@ func watchCount(ctx context.Context, c client.WithWatch, list client.ObjectList,
 		return set(obj, ev.Type != watch.Deleted && ok(obj)), nil
 	})
 	return at, err
+}
+
+// curveSteps is how many points a curve has: one per twentieth of the run.
+const curveSteps = 20
+
+// curve records the moments a count first reached 1/curveSteps,
+// 2/curveSteps, … of what is waited for: the shape of a wave (a slow start,
+// a steady rate, a long tail), which its total time alone does not show.
+type curve struct {
+	at []time.Time
+}
+
+// observe notes the moment n of want are done; a nil curve records nothing.
+func (c *curve) observe(n, want int) {
+	if c == nil || want <= 0 {
+		return
+	}
+	for len(c.at) < curveSteps && n*curveSteps >= (len(c.at)+1)*want {
+		c.at = append(c.at, time.Now())
+	}
+}
+
+// secondsSince is each recorded moment in seconds after start.
+func (c *curve) secondsSince(start time.Time) []float64 {
+	out := make([]float64, len(c.at))
+	for i, t := range c.at {
+		out[i] = t.Sub(start).Seconds()
+	}
+	return out
 }

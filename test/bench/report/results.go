@@ -48,6 +48,9 @@ type Raw struct {
 	// Objects applied in all, and by how many appliers in parallel.
 	Objects  int `json:"objects"`
 	Appliers int `json:"appliers"`
+	// Curve is the seconds from the first apply until 5 %, 10 %, … 100 %
+	// of the Deployments were Available.
+	Curve []float64 `json:"curve,omitempty"`
 }
 
 // SDK is sequential Helm SDK installs with wait, one release after another:
@@ -66,6 +69,10 @@ type SDK struct {
 type Operator struct {
 	// Seconds from the first HelmRelease created to the last one Ready.
 	Seconds float64 `json:"seconds"`
+	// Curve is the seconds from the first HelmRelease created until 5 %,
+	// 10 %, … 100 % of them were Ready: beside Raw.Curve, where the
+	// operator falls behind the cluster (its start, its pace, its tail).
+	Curve []float64 `json:"curve,omitempty"`
 	// PeakRSSMiB is the process's VmHWM when all were Ready, ReadyRSSMiB its
 	// VmRSS then.
 	PeakRSSMiB  float64 `json:"peakRSSMiB"`
