@@ -247,6 +247,17 @@ func (r *remoteClusters) forget(owner string) {
 	r.disownLocked(owner)
 }
 
+// retireAll stops the clients of every remote cluster and forgets them,
+// with their owners (Engine.Close).
+func (r *remoteClusters) retireAll() {
+	defer r.stopRetired()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key := range r.entries {
+		r.retireLocked(key)
+	}
+}
+
 // disownLocked removes owner from the digest it held, retiring the digest's
 // clients when no owner is left; r.mu is held.
 func (r *remoteClusters) disownLocked(owner string) {

@@ -58,12 +58,7 @@ func NewEngine(config *rest.Config) (*Engine, error) {
 // process); a process that goes on without the engine does, or the API
 // server it talked to waits for those watches when it shuts down.
 func (e *Engine) Close() {
-	e.remotes.mu.Lock()
-	for key := range e.remotes.entries {
-		e.remotes.retireLocked(key)
-	}
-	e.remotes.mu.Unlock()
-	e.remotes.stopRetired()
+	e.remotes.retireAll()
 	e.local.stop()
 }
 

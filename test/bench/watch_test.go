@@ -34,13 +34,8 @@ func watchCount(ctx context.Context, c client.WithWatch, list client.ObjectList,
 	}
 	satisfied := map[string]bool{}
 	var at time.Time
-	set := func(obj client.Object, v bool) bool {
-		key := client.ObjectKeyFromObject(obj).String()
-		if v {
-			satisfied[key] = true
-		} else {
-			delete(satisfied, key)
-		}
+	// reached notes the count, and the moment it is all that is wanted.
+	reached := func() bool {
 		progress.observe(len(satisfied), want)
 		if len(satisfied) == want {
 			at = time.Now()
@@ -48,18 +43,22 @@ func watchCount(ctx context.Context, c client.WithWatch, list client.ObjectList,
 		}
 		return false
 	}
+	set := func(obj client.Object, v bool) bool {
+		key := client.ObjectKeyFromObject(obj).String()
+		if v {
+			satisfied[key] = true
+		} else {
+			delete(satisfied, key)
+		}
+		return reached()
+	}
 	_, err := toolswatch.UntilWithSync(ctx, lw, item, func(store cache.Store) (bool, error) {
 		for _, o := range store.List() {
 			if obj, isObj := o.(client.Object); isObj && ok(obj) {
 				satisfied[client.ObjectKeyFromObject(obj).String()] = true
 			}
 		}
-		progress.observe(len(satisfied), want)
-		if len(satisfied) == want {
-			at = time.Now()
-			return true, nil
-		}
-		return false, nil
+		return reached(), nil
 	}, func(ev watch.Event) (bool, error) {
 		obj, isObj := ev.Object.(client.Object)
 		if !isObj {
