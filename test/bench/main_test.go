@@ -189,15 +189,25 @@ func measureSize(ctx context.Context, b *testing.B, dir, bin string, n int) repo
 	if err != nil {
 		b.Fatal(err)
 	}
+	planeBefore, err := planeCPUTime(p.plane.PIDs())
+	if err != nil {
+		b.Fatal(err)
+	}
 	if s.Raw, err = applyRaw(ctx, p.client, "raw", objs); err != nil {
 		b.Fatal(err)
 	}
-	progressf("  raw: %.1f s", s.Raw.Seconds)
+	planeAfter, err := planeCPUTime(p.plane.PIDs())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Raw.PlaneCPUSeconds = (planeAfter - planeBefore).Seconds()
+	progressf("  raw: %.1f s (the plane used %.0f s of CPU)", s.Raw.Seconds, s.Raw.PlaneCPUSeconds)
 	progressf("operator, %d releases", n)
 	if s.Operator, err = measureOperator(ctx, p, bin, n); err != nil {
 		b.Fatal(err)
 	}
-	progressf("  operator: %.1f s (× %.2f raw)", s.Operator.Seconds, s.Operator.Seconds/s.Raw.Seconds)
+	progressf("  operator: %.1f s (× %.2f raw; the plane used %.0f s of CPU, the operator %.0f s)",
+		s.Operator.Seconds, s.Operator.Seconds/s.Raw.Seconds, s.Operator.PlaneCPUSeconds, s.Operator.CPUSeconds)
 	progressf("sequential Helm SDK, %d releases", min(n, sdkMeasured))
 	if s.SDK, err = installSequentially(ctx, p.client, p.plane.Kubeconfig(), n); err != nil {
 		b.Fatal(err)

@@ -50,6 +50,9 @@ type operatorRun struct {
 	kubecfg string
 	op      *operatorProcess
 	res     report.Operator
+	// planePIDs are the plane's processes, whose CPU time is measured
+	// beside the operator's.
+	planePIDs []int
 }
 
 // measureOperator runs the operator binary through the counting proxy and
@@ -62,7 +65,8 @@ func measureOperator(ctx context.Context, p *planeEnv, bin string, n int) (res r
 		return res, err
 	}
 	defer proxy.stop()
-	r := &operatorRun{c: p.client, bin: bin, dir: p.dir, n: n, proxy: proxy, kubecfg: filepath.Join(p.dir, "operator.kubeconfig")}
+	r := &operatorRun{c: p.client, bin: bin, dir: p.dir, n: n, proxy: proxy, kubecfg: filepath.Join(p.dir, "operator.kubeconfig"),
+		planePIDs: p.plane.PIDs()}
 	if err := proxy.writeKubeconfig(r.kubecfg); err != nil {
 		return res, err
 	}
@@ -107,11 +111,15 @@ func (r *operatorRun) install(ctx context.Context) error {
 		return err
 	}
 	requests := r.proxy.counts.snapshot()
+	cpuBefore, planeBefore, err := r.cpuTimes()
+	if err != nil {
+		return err
+	}
 	sampling, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		r.op.sampleHeapPeak(sampling, filepath.Join(r.dir, fmt.Sprintf("heap-peak-%d.pprof", r.n)), &r.res.Pacing)
+		r.op.sampleHeapPeak(sampling, filepath.Join(r.dir, fmt.Sprintf("heap-peak-%d.pprof", r.n)), &r.res.Pacing, r.planePIDs)
 	}()
 	progress := &curve{}
 	at, start, err := r.whileWatching(ctx, isReady, progress, func(ctx context.Context) error {
@@ -131,6 +139,11 @@ func (r *operatorRun) install(ctx context.Context) error {
 	}
 	r.res.Install = r.proxy.counts.since(requests)
 	r.res.Seconds = at.Sub(start).Seconds()
+	cpuAfter, planeAfter, err := r.cpuTimes()
+	if err != nil {
+		return err
+	}
+	r.res.CPUSeconds, r.res.PlaneCPUSeconds = (cpuAfter - cpuBefore).Seconds(), (planeAfter - planeBefore).Seconds()
 	r.res.Curve = progress.secondsSince(start)
 	after, err := r.op.scrape(ctx)
 	if err != nil {
@@ -143,6 +156,15 @@ func (r *operatorRun) install(ctx context.Context) error {
 	}
 	r.res.PeakRSSMiB, r.res.ReadyRSSMiB, err = r.op.memoryMiB()
 	return err
+}
+
+// cpuTimes are the operator's and the plane's CPU time so far.
+func (r *operatorRun) cpuTimes() (operator, plane time.Duration, err error) {
+	if operator, err = r.op.cpuTime(); err != nil {
+		return 0, 0, err
+	}
+	plane, err = planeCPUTime(r.planePIDs)
+	return operator, plane, err
 }
 
 // whileWatching runs act while watching the operator's HelmReleases, and

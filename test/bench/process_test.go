@@ -243,8 +243,26 @@ func (o *operatorProcess) saveHeapProfile(ctx context.Context, path string) (hea
 }
 
 // cpuTime returns the process's user plus system CPU time so far.
-func (o *operatorProcess) cpuTime() (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", o.proc.PID()))
+func (o *operatorProcess) cpuTime() (time.Duration, error) { return processCPUTime(o.proc.PID()) }
+
+// planeCPUTime is the CPU time so far of the plane's processes together
+// (etcd, kube-apiserver, the controller-manager, the scheduler, kwok): on a
+// 2-core machine, what the cluster itself spent beside the operator.
+func planeCPUTime(pids []int) (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range pids {
+		t, err := processCPUTime(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += t
+	}
+	return sum, nil
+}
+
+// processCPUTime returns a process's user plus system CPU time so far.
+func processCPUTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -252,7 +270,7 @@ func (o *operatorProcess) cpuTime() (time.Duration, error) {
 	s := string(data)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	if len(fields) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", o.proc.PID())
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
 	}
 	utime, err1 := strconv.ParseInt(fields[11], 10, 64) // field 14
 	stime, err2 := strconv.ParseInt(fields[12], 10, 64) // field 15
@@ -271,14 +289,15 @@ func (o *operatorProcess) kill() error { return o.proc.Kill() }
 const heapPeakSampleEvery = 10 * time.Second
 
 // sampleHeapPeak looks at the process's heap and its rollout pacing every
-// heapPeakSampleEvery until ctx ends, keeps the pacing's highest values in
-// pacing, and writes the profile (and its text form) of the moment the heap
+// heapPeakSampleEvery until ctx ends, keeps the pacing's samples and highest
+// values in pacing, and writes the profile (and its text form) of the moment the heap
 // held the most spans to path: what the install wave keeps alive, which the
 // idle heap's fragmentation comes from. Sampling errors end it quietly: the
 // profile is a diagnosis, not a measurement.
-func (o *operatorProcess) sampleHeapPeak(ctx context.Context, path string, pacing *report.Pacing) {
+func (o *operatorProcess) sampleHeapPeak(ctx context.Context, path string, pacing *report.Pacing, planePIDs []int) {
 	var peak float64
 	var profile, text []byte
+	began := time.Now()
 	ticker := time.NewTicker(heapPeakSampleEvery)
 	defer ticker.Stop()
 	for {
@@ -292,9 +311,22 @@ func (o *operatorProcess) sampleHeapPeak(ctx context.Context, path string, pacin
 		case <-ticker.C:
 		}
 		if m, err := o.scrape(ctx); err == nil {
-			pacing.MaxLimit = max(pacing.MaxLimit, m.sum("kraan_helmrelease_rollouts", map[string]string{"state": "limit"}))
-			pacing.MaxRolling = max(pacing.MaxRolling, m.sum("kraan_helmrelease_rollouts", map[string]string{"state": "rolling"}))
-			pacing.MaxQueued = max(pacing.MaxQueued, m.sum("kraan_helmrelease_rollouts", map[string]string{"state": "queued"}))
+			sample := report.PacingSample{
+				Seconds: time.Since(began).Seconds(),
+				Limit:   m.sum("kraan_helmrelease_rollouts", map[string]string{"state": "limit"}),
+				Rolling: m.sum("kraan_helmrelease_rollouts", map[string]string{"state": "rolling"}),
+				Queued:  m.sum("kraan_helmrelease_rollouts", map[string]string{"state": "queued"}),
+			}
+			if cpu, err := o.cpuTime(); err == nil {
+				sample.CPUSeconds = cpu.Seconds()
+			}
+			if cpu, err := planeCPUTime(planePIDs); err == nil {
+				sample.PlaneCPUSeconds = cpu.Seconds()
+			}
+			pacing.Samples = append(pacing.Samples, sample)
+			pacing.MaxLimit = max(pacing.MaxLimit, sample.Limit)
+			pacing.MaxRolling = max(pacing.MaxRolling, sample.Rolling)
+			pacing.MaxQueued = max(pacing.MaxQueued, sample.Queued)
 		}
 		t, err := o.get(ctx, o.pprof+"/heap?debug=1")
 		if err != nil {

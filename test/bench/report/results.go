@@ -51,6 +51,10 @@ type Raw struct {
 	// Curve is the seconds from the first apply until 5 %, 10 %, … 100 %
 	// of the Deployments were Available.
 	Curve []float64 `json:"curve,omitempty"`
+	// PlaneCPUSeconds is the CPU time the plane's processes used in those
+	// Seconds: beside Operator.PlaneCPUSeconds, whether the cluster did
+	// more work for the same releases in the operator's phase.
+	PlaneCPUSeconds float64 `json:"planeCPUSeconds,omitempty"`
 }
 
 // SDK is sequential Helm SDK installs with wait, one release after another:
@@ -73,6 +77,11 @@ type Operator struct {
 	// 10 %, … 100 % of them were Ready: beside Raw.Curve, where the
 	// operator falls behind the cluster (its start, its pace, its tail).
 	Curve []float64 `json:"curve,omitempty"`
+	// CPUSeconds is the operator's CPU time from the first HelmRelease
+	// created to the last one Ready, PlaneCPUSeconds the plane's: on a
+	// machine of two cores, the two share them.
+	CPUSeconds      float64 `json:"cpuSeconds,omitempty"`
+	PlaneCPUSeconds float64 `json:"planeCPUSeconds,omitempty"`
 	// PeakRSSMiB is the process's VmHWM when all were Ready, ReadyRSSMiB its
 	// VmRSS then.
 	PeakRSSMiB  float64 `json:"peakRSSMiB"`
@@ -117,11 +126,30 @@ type Operator struct {
 	Pacing Pacing `json:"pacing"`
 }
 
-// Pacing are the highest values of the rollout pacing's gauges seen.
+// Pacing are the highest values of the rollout pacing's gauges seen, and
+// the gauges over time.
 type Pacing struct {
 	MaxLimit   float64 `json:"maxLimit"`
 	MaxRolling float64 `json:"maxRolling"`
 	MaxQueued  float64 `json:"maxQueued"`
+	// Samples are the gauges and the operator's CPU time every 10 s of
+	// the install: beside the curve, whether the pacing kept the cluster
+	// busy and what the operator spent meanwhile.
+	Samples []PacingSample `json:"samples,omitempty"`
+}
+
+// PacingSample is one look at the rollout pacing during an install.
+type PacingSample struct {
+	// Seconds since the sampling began, just before the first
+	// HelmRelease was created.
+	Seconds float64 `json:"seconds"`
+	Limit   float64 `json:"limit"`
+	Rolling float64 `json:"rolling"`
+	Queued  float64 `json:"queued"`
+	// CPUSeconds is the operator's CPU time (user and system) so far,
+	// PlaneCPUSeconds the plane's (all its processes together).
+	CPUSeconds      float64 `json:"cpuSeconds"`
+	PlaneCPUSeconds float64 `json:"planeCPUSeconds,omitempty"`
 }
 
 // Requests counts API requests by kind ("LIST secrets", "PATCH
