@@ -3,6 +3,8 @@ package bench
 import (
 	"testing"
 	"time"
+
+	"github.com/kraan-io/kraan-operator/test/bench/report"
 )
 
 // TestCurve_OnePointPerTwentieth: a count that jumps records every
@@ -19,8 +21,8 @@ func TestCurve_OnePointPerTwentieth(t *testing.T) {
 	}
 	c.observe(200, 200)
 	c.observe(200, 200)
-	if got := len(c.at); got != curveSteps {
-		t.Fatalf("after all: %d points, want %d", got, curveSteps)
+	if got := len(c.at); got != report.CurveSteps {
+		t.Fatalf("after all: %d points, want %d", got, report.CurveSteps)
 	}
 	for i, s := range c.secondsSince(start) {
 		if s < 0 {

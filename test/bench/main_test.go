@@ -117,11 +117,14 @@ func writeResults(out string, r report.Results) error {
 		fmt.Println("Results in " + filepath.Join(out, "results.json") + " (no release counts measured: no plot)")
 		return nil
 	}
-	svg := filepath.Join(out, "bench.svg")
+	svg, curves := filepath.Join(out, "bench.svg"), filepath.Join(out, "curves.svg")
 	if err := report.Plot(r, svg); err != nil {
 		return err
 	}
-	fmt.Printf("Results in %s, plot %s\n", filepath.Join(out, "results.json"), svg)
+	if err := report.PlotCurves(r, curves); err != nil {
+		return err
+	}
+	fmt.Printf("Results in %s, plots %s and %s\n", filepath.Join(out, "results.json"), svg, curves)
 	return nil
 }
 

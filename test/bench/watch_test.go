@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	toolswatch "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kraan-io/kraan-operator/test/bench/report"
 )
 
 // watchCount lists and watches the objects of list's kind (item is one of
@@ -72,12 +74,10 @@ func watchCount(ctx context.Context, c client.WithWatch, list client.ObjectList,
 	return at, err
 }
 
-// curveSteps is how many points a curve has: one per twentieth of the run.
-const curveSteps = 20
-
-// curve records the moments a count first reached 1/curveSteps,
-// 2/curveSteps, … of what is waited for: the shape of a wave (a slow start,
-// a steady rate, a long tail), which its total time alone does not show.
+// curve records the moments a count first reached 1/report.CurveSteps,
+// 2/report.CurveSteps, … of what is waited for: the shape of a wave (a slow
+// start, a steady rate, a long tail), which its total time alone does not
+// show.
 type curve struct {
 	at []time.Time
 }
@@ -87,7 +87,7 @@ func (c *curve) observe(n, want int) {
 	if c == nil || want <= 0 {
 		return
 	}
-	for len(c.at) < curveSteps && n*curveSteps >= (len(c.at)+1)*want {
+	for len(c.at) < report.CurveSteps && n*report.CurveSteps >= (len(c.at)+1)*want {
 		c.at = append(c.at, time.Now())
 	}
 }

@@ -88,3 +88,30 @@ func TestMerge_SizesOfSeveralRunsInOrder_TheLaterRunWins(t *testing.T) {
 	g.Expect(m.Machine.Commit).To(Equal("fedcba9876543210"))
 	g.Expect(m.Layers).To(Equal(small.Layers), "a run without layers dropped the earlier run's")
 }
+
+// TestPlotCurves_OnlyTheSizesThatCarryCurves: a size measured before the
+// bench kept curves has none and is left out; with no size left there is
+// nothing to plot, which PlotCurves says.
+func TestPlotCurves_OnlyTheSizesThatCarryCurves(t *testing.T) {
+	g := NewWithT(t)
+	r := results()
+	twentieths := func(total float64) []float64 {
+		out := make([]float64, report.CurveSteps)
+		for i := range out {
+			out[i] = total * float64(i+1) / report.CurveSteps
+		}
+		return out
+	}
+	path := filepath.Join(t.TempDir(), "curves.svg")
+	g.Expect(report.PlotCurves(r, path)).To(MatchError(ContainSubstring("nothing to plot")))
+
+	r.Sizes[1].Raw.Curve = twentieths(r.Sizes[1].Raw.Seconds)
+	r.Sizes[1].Operator.Curve = twentieths(r.Sizes[1].Operator.Seconds)
+	g.Expect(report.PlotCurves(r, path)).To(Succeed())
+
+	svg, err := os.ReadFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(svg)).To(ContainSubstring("kraan-operator, 1000"))
+	g.Expect(string(svg)).To(ContainSubstring("raw, 1000"))
+	g.Expect(string(svg)).NotTo(ContainSubstring("raw, 100<"))
+}

@@ -1,5 +1,5 @@
 // Command benchplot re-renders what `make bench` rendered from a
-// results.json: the SVG plot and the Markdown tables. Given several files
+// results.json: the SVG plots and the Markdown tables. Given several files
 // (comma-separated) it merges their sizes into one curve, a later file's
 // size replacing an earlier one's.
 //
@@ -18,6 +18,7 @@ import (
 func main() {
 	in := flag.String("in", "bin/bench/results.json", "results.json written by `make bench`; several, comma-separated, are merged")
 	svg := flag.String("svg", "bin/bench/bench.svg", "SVG file to write; empty writes none")
+	curves := flag.String("curves-svg", "", "SVG file to write the install waves' curves to; empty writes none")
 	flag.Parse()
 	var runs []report.Results
 	for path := range strings.SplitSeq(*in, ",") {
@@ -31,6 +32,12 @@ func main() {
 	r := report.Merge(runs...)
 	if *svg != "" {
 		if err := report.Plot(r, *svg); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	if *curves != "" {
+		if err := report.PlotCurves(r, *curves); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
