@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -139,8 +141,9 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
 			predicate.TypedResourceVersionChangedPredicate[*metav1.PartialObjectMetadata]{})).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsForValuesFrom("Secret")),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}, selected(watchConfigs))).
-		// The end of a Helm run re-queues its release, which records it.
-		WatchesRawSource(crsource.Channel(r.runs.ended, &handler.EnqueueRequestForObject{})).
+		// The end of a Helm run re-queues its release, which records it,
+		// and so does a turn in the rollout queue: both ahead of the rest.
+		WatchesRawSource(crsource.Channel(r.runs.ended, enqueueAhead)).
 		WithOptions(opts.Controller())
 	// A new artifact of a chart's source reconciles the releases built from
 	// it at once, not at their interval.
@@ -163,6 +166,30 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
 			WatchesRawSource(crsource.Channel(r.repoWatch.channel(), &handler.EnqueueRequestForObject{}))
 	}
 	return b.Complete(r)
+}
+
+// runPriority is the priority, in the controller's priority queue, of the
+// reconciles the runs ask for: a run ended (its outcome is to be recorded,
+// its rollout slot freed) or a release's turn in the rollout queue came.
+// New and changed releases have the default, 0. A wave of 10,000 releases
+// applied at once puts 10,000 first reconciles in the queue, each writing
+// its place in the rollout queue; at the same priority every turn and every
+// end waited behind all of them, and for the first minutes of the wave the
+// cluster got a fraction of the rollouts it could take. These reconciles
+// are bounded by the rollouts in flight, so they cannot starve the others.
+const runPriority = 10
+
+// enqueueAhead enqueues the release of a runs event at runPriority (in
+// order of arrival without a priority queue).
+var enqueueAhead = handler.Funcs{
+	GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
+		if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+			pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(runPriority)}, req)
+			return
+		}
+		q.Add(req)
+	},
 }
 
 // artifactChanged passes updates of a Flux source whose artifact changed

@@ -1,10 +1,16 @@
 package helmrelease
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/pace"
@@ -29,4 +35,37 @@ func TestQueuedMessage_StableWhileQueued(t *testing.T) {
 	hr.Generation = 2
 	hr.Status.Conditions[0].Reason = kraanv1.ReasonProgressing
 	g.Expect(queuedMessage(hr, pace.Position{Ahead: 7, Rolling: 1, Limit: 16})).To(ContainSubstring("7 releases were ahead"))
+}
+
+// TestEnqueueAhead_TurnsAndEndsGoBeforeAWaveOfNewReleases: in the
+// controller's own priority queue, behind a thousand new releases, a turn in
+// the rollout queue (or the end of a run) is the next reconcile; with the
+// default priority it came after all of them, and a wave of thousands
+// starved the cluster of rollouts for minutes.
+func TestEnqueueAhead_TurnsAndEndsGoBeforeAWaveOfNewReleases(t *testing.T) {
+	g := NewWithT(t)
+	q := priorityqueue.New[reconcile.Request]("helmrelease-test")
+	t.Cleanup(q.ShutDown)
+	for i := range 1000 {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "wave", Name: fmt.Sprintf("r%d", i)}})
+	}
+	turn := &kraanv1.HelmRelease{}
+	turn.Namespace, turn.Name = "wave", "r500"
+	enqueueAhead.Generic(context.Background(), event.GenericEvent{Object: turn}, q)
+	ended := &kraanv1.HelmRelease{}
+	ended.Namespace, ended.Name = "other", "ended"
+	enqueueAhead.Generic(context.Background(), event.GenericEvent{Object: ended}, q)
+	g.Eventually(q.Len).Should(Equal(1001)) // r500 was queued already: one item, its priority raised
+
+	var first []string
+	for range 2 {
+		req, priority, _ := q.GetWithPriority()
+		g.Expect(priority).To(Equal(runPriority))
+		first = append(first, req.String())
+		q.Done(req)
+	}
+	g.Expect(first).To(ConsistOf("wave/r500", "other/ended"))
+	req, priority, _ := q.GetWithPriority()
+	g.Expect(req.String()).To(Equal("wave/r0"))
+	g.Expect(priority).To(BeZero())
 }
