@@ -21,6 +21,7 @@ package pace
 
 import (
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -66,6 +67,11 @@ const (
 	// timeoutShare: a rollout that used more than this share of its
 	// timeout queued, whatever the baseline says.
 	timeoutShare = 3
+	// endsKept is how many of the latest rollout ends the rate the
+	// cluster delivers at is measured over, endsMaxAge how old one may be
+	// to count: an hour-old wave says nothing about the cluster now.
+	endsKept   = 64
+	endsMaxAge = 10 * time.Minute
 	// turnExpiry is how long a release whose turn came keeps its place
 	// before the ones behind it may go first: its reconcile may have found
 	// nothing to do and never come back.
@@ -87,6 +93,9 @@ type Pacer struct {
 	// slower ones (baselineDrift); zero before the first.
 	baseline     time.Duration
 	lastDecrease time.Time
+	// ends are the moments the latest rollouts ended, oldest first (at
+	// most endsKept).
+	ends []time.Time
 }
 
 // ticket is a queued release and when its turn came (zero: not yet).
@@ -241,6 +250,10 @@ func (p *Pacer) Observe(took, timeout time.Duration) {
 	baseline := p.baseline
 	queued := took > queuedFactor*baseline+queuedSlack || timeout > 0 && took > timeout/timeoutShare
 	now := p.opts.Now()
+	if len(p.ends) == endsKept {
+		p.ends = slices.Delete(p.ends, 0, 1)
+	}
+	p.ends = append(p.ends, now)
 	switch {
 	case !queued:
 		p.limit = min(p.limit+1, float64(p.opts.Max))
@@ -263,6 +276,28 @@ func (p *Pacer) SlowAfter() time.Duration {
 		return 0
 	}
 	return queuedFactor*p.baseline + queuedSlack
+}
+
+// ExpectedRun is how long a rollout that starts now is expected to take
+// by Little's law: the releases rolling out divided by the rate at which
+// rollouts ended lately (the last endsKept, none older than endsMaxAge).
+// In a wave the cluster's controllers work through every rollout in flight
+// at their own pace, so a run's length is mostly the others' ahead of it;
+// zero when fewer than two rollouts ended lately.
+func (p *Pacer) ExpectedRun() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.opts.Now()
+	recent := p.ends[sort.Search(len(p.ends), func(i int) bool { return now.Sub(p.ends[i]) <= endsMaxAge }):]
+	if len(recent) < 2 || len(p.holding) == 0 {
+		return 0
+	}
+	span := recent[len(recent)-1].Sub(recent[0])
+	if span <= 0 {
+		return 0
+	}
+	// n ends over span: one every span/(n-1); len(holding) of them ahead.
+	return span * time.Duration(len(p.holding)) / time.Duration(len(recent)-1)
 }
 
 // Stats are what the metrics show.

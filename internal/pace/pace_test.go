@@ -157,3 +157,24 @@ func TestSlowAfter_FollowsTheBaseline(t *testing.T) {
 	p.Observe(2*time.Second, 0)
 	g.Expect(p.SlowAfter()).To(Equal(11*time.Second), "the fastest rollout sets the baseline")
 }
+
+// ExpectedRun is the releases rolling out over the rate rollouts ended at
+// lately: 100 rolling while one ends every 250 ms is 25 s; ends older than
+// endsMaxAge do not count, so a wave long past leaves no expectation.
+func TestExpectedRun_LittlesLawOverTheLatestEnds(t *testing.T) {
+	g := NewWithT(t)
+	p, _, clock := newTestPacer(Options{Min: 100, Max: 500})
+	g.Expect(p.ExpectedRun()).To(BeZero(), "nothing ended yet")
+	for i := range 100 {
+		p.Admit(release(i))
+	}
+	for range 3 * endsKept {
+		clock.now = clock.now.Add(250 * time.Millisecond)
+		p.Observe(time.Second, 0)
+	}
+	g.Expect(p.Stats().Rolling).To(Equal(100))
+	g.Expect(p.ExpectedRun()).To(Equal(25 * time.Second))
+
+	clock.now = clock.now.Add(endsMaxAge)
+	g.Expect(p.ExpectedRun()).To(BeZero(), "the ends are older than %v", endsMaxAge)
+}
