@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -70,18 +69,7 @@ func PlotCurves(r Results, path string) error {
 		return err
 	}
 	p.Draw(draw.New(img))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := img.WriteTo(f); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return writeImage(img, path)
 }
 
 // curvePoints turns a curve (the seconds until each twentieth was done)

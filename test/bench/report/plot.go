@@ -61,6 +61,11 @@ func Plot(r Results, path string) error {
 	canvases := plot.Align([][]*plot.Plot{{timePlot, rssPlot}}, tiles, draw.New(img))
 	timePlot.Draw(canvases[0][0])
 	rssPlot.Draw(canvases[0][1])
+	return writeImage(img, path)
+}
+
+// writeImage writes a drawn canvas to path, creating its directory.
+func writeImage(img vg.CanvasWriterTo, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
