@@ -39,9 +39,8 @@ func TestQueuedMessage_StableWhileQueued(t *testing.T) {
 
 // TestEnqueueAhead_TurnsAndEndsGoBeforeAWaveOfNewReleases: in the
 // controller's own priority queue, behind a thousand new releases, a turn in
-// the rollout queue (or the end of a run) is the next reconcile; with the
-// default priority it came after all of them, and a wave of thousands
-// starved the cluster of rollouts for minutes.
+// the rollout queue (or the end of a run, which gives its slot back) is the
+// next reconcile; with the default priority it came after all of them.
 func TestEnqueueAhead_TurnsAndEndsGoBeforeAWaveOfNewReleases(t *testing.T) {
 	g := NewWithT(t)
 	q := priorityqueue.New[reconcile.Request]("helmrelease-test")
