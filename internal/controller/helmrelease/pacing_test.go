@@ -56,7 +56,7 @@ func TestEnqueueAhead_TurnsAndEndsGoBeforeAWaveOfNewReleases(t *testing.T) {
 	enqueueAhead.Generic(context.Background(), event.GenericEvent{Object: ended}, q)
 	g.Eventually(q.Len).Should(Equal(1001)) // r500 was queued already: one item, its priority raised
 
-	var first []string
+	first := make([]string, 0, 2)
 	for range 2 {
 		req, priority, _ := q.GetWithPriority()
 		g.Expect(priority).To(Equal(runPriority))

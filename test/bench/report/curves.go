@@ -76,7 +76,7 @@ func PlotCurves(r Results, path string) error {
 // into points of the share done against the time in units of unit seconds,
 // starting at nothing done.
 func curvePoints(curve []float64, unit float64) plotter.XYs {
-	xys := plotter.XYs{{X: 0, Y: 0}}
+	xys := make(plotter.XYs, 1, 1+len(curve)) // starting at nothing done
 	for i, sec := range curve {
 		xys = append(xys, plotter.XY{X: sec / unit, Y: 100 * float64(i+1) / CurveSteps})
 	}
