@@ -119,7 +119,7 @@ func (r *operatorRun) install(ctx context.Context) error {
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		r.op.sampleHeapPeak(sampling, filepath.Join(r.dir, fmt.Sprintf("heap-peak-%d.pprof", r.n)), &r.res.Pacing, r.planePIDs)
+		r.op.sampleInstall(sampling, filepath.Join(r.dir, fmt.Sprintf("heap-peak-%d.pprof", r.n)), &r.res.Pacing, r.planePIDs)
 	}()
 	progress := &curve{}
 	at, start, err := r.whileWatching(ctx, isReady, progress, func(ctx context.Context) error {

@@ -285,20 +285,21 @@ func (o *operatorProcess) stop() error { return o.proc.Stop(40 * time.Second) }
 // kill SIGKILLs the process, as a crash or the OOM killer would.
 func (o *operatorProcess) kill() error { return o.proc.Kill() }
 
-// heapPeakSampleEvery is how often sampleHeapPeak looks at the heap.
-const heapPeakSampleEvery = 10 * time.Second
+// installSampleEvery is how often sampleInstall looks at the heap, the
+// pacing and the CPU times.
+const installSampleEvery = 10 * time.Second
 
-// sampleHeapPeak looks at the process's heap and its rollout pacing every
-// heapPeakSampleEvery until ctx ends, keeps the pacing's samples and highest
+// sampleInstall looks at the process's heap and its rollout pacing every
+// installSampleEvery until ctx ends, keeps the pacing's samples and highest
 // values in pacing, and writes the profile (and its text form) of the moment the heap
 // held the most spans to path: what the install wave keeps alive, which the
 // idle heap's fragmentation comes from. Sampling errors end it quietly: the
 // profile is a diagnosis, not a measurement.
-func (o *operatorProcess) sampleHeapPeak(ctx context.Context, path string, pacing *report.Pacing, planePIDs []int) {
+func (o *operatorProcess) sampleInstall(ctx context.Context, path string, pacing *report.Pacing, planePIDs []int) {
 	var peak float64
 	var profile, text []byte
 	began := time.Now()
-	ticker := time.NewTicker(heapPeakSampleEvery)
+	ticker := time.NewTicker(installSampleEvery)
 	defer ticker.Stop()
 	for {
 		select {

@@ -4,11 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"path/filepath"
 	"sort"
-	"strings"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -44,15 +41,11 @@ func PlotCurves(r Results, path string) error {
 		return errors.New("no size carries curves: nothing to plot")
 	}
 	sort.Slice(sizes, func(i, j int) bool { return sizes[i].Releases < sizes[j].Releases })
-	p := plot.New()
-	p.Title.Text = "Install waves: Deployments Available (raw, dashed), HelmReleases Ready (operator)"
+	// newPanel's legend sits top left: a wave is never done early, so its
+	// lines stay clear of it.
+	p := newPanel("Install waves: Deployments Available (raw, dashed), HelmReleases Ready (operator)", "% done")
 	p.X.Label.Text = "time since the first release was created, in units of the raw time of the size"
-	p.Y.Label.Text = "% done"
-	p.X.Min, p.Y.Min, p.Y.Max = 0, 0, 100
-	// Top left: a wave is never done early, so its lines stay clear of it.
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs = vg.Points(8)
-	p.Add(plotter.NewGrid())
+	p.Y.Max = 100
 	for i, s := range sizes {
 		c := sizeColours[i%len(sizeColours)]
 		if err := addSeries(p, fmt.Sprintf("raw, %d", s.Releases), curvePoints(s.Raw.Curve, s.Raw.Seconds), c, true); err != nil {
@@ -63,13 +56,7 @@ func PlotCurves(r Results, path string) error {
 		}
 	}
 	p.X.Max *= 1.05
-	format := strings.TrimPrefix(filepath.Ext(path), ".")
-	img, err := draw.NewFormattedCanvas(8*vg.Inch, 5*vg.Inch, format)
-	if err != nil {
-		return err
-	}
-	p.Draw(draw.New(img))
-	return writeImage(img, path)
+	return drawTo(path, 8*vg.Inch, 5*vg.Inch, func(c draw.Canvas) { p.Draw(c) })
 }
 
 // curvePoints turns a curve (the seconds until each twentieth was done)

@@ -51,21 +51,24 @@ func Plot(r Results, path string) error {
 		p.Y.Max *= 1.1
 	}
 	logTime(timePlot, sizes)
-	format := strings.TrimPrefix(filepath.Ext(path), ".")
-	img, err := draw.NewFormattedCanvas(11*vg.Inch, 4.5*vg.Inch, format)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 3, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8,
+		PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	return drawTo(path, 11*vg.Inch, 4.5*vg.Inch, func(c draw.Canvas) {
+		canvases := plot.Align([][]*plot.Plot{{timePlot, rssPlot}}, tiles, c)
+		timePlot.Draw(canvases[0][0])
+		rssPlot.Draw(canvases[0][1])
+	})
+}
+
+// drawTo draws a w × h image with drawing and writes it to path, in the
+// format its extension names (svg; png for a quick look), creating its
+// directory.
+func drawTo(path string, w, h vg.Length, drawing func(draw.Canvas)) error {
+	img, err := draw.NewFormattedCanvas(w, h, strings.TrimPrefix(filepath.Ext(path), "."))
 	if err != nil {
 		return err
 	}
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 3, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8,
-		PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
-	canvases := plot.Align([][]*plot.Plot{{timePlot, rssPlot}}, tiles, draw.New(img))
-	timePlot.Draw(canvases[0][0])
-	rssPlot.Draw(canvases[0][1])
-	return writeImage(img, path)
-}
-
-// writeImage writes a drawn canvas to path, creating its directory.
-func writeImage(img vg.CanvasWriterTo, path string) error {
+	drawing(draw.New(img))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
