@@ -46,6 +46,8 @@ func TestMarkdown_labelsExtrapolatedFloorAndPerReleaseCounts(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("| kraan-operator | 50.0 s | 1.67 |"))
 	g.Expect(out).To(ContainSubstring("floor; extrapolated from 100"))
 	g.Expect(out).To(ContainSubstring("| LIST secrets | 3.00 | 1.00 |"))
+	g.Expect(out).To(ContainSubstring("| of which each release's | 25.00 | 1.00 |"))
+	g.Expect(out).To(ContainSubstring("| of which the wave's (LIST, WATCH, discovery) | 3.00 | 1.00 |"))
 	g.Expect(out).To(ContainSubstring("| l2 | 5.5 s | 4.0 s | 1.38 | 0.4 s |"))
 }
 
