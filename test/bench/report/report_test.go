@@ -51,6 +51,26 @@ func TestMarkdown_labelsExtrapolatedFloorAndPerReleaseCounts(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("| l2 | 5.5 s | 4.0 s | 1.38 | 0.4 s |"))
 }
 
+// TestMarkdown_SplitsTheWavesRequestsFromEachReleases: informers' LISTs
+// and WATCHes and discovery (a GET of a path) are the wave's; a GET of an
+// object is the release's.
+func TestMarkdown_SplitsTheWavesRequestsFromEachReleases(t *testing.T) {
+	g := NewWithT(t)
+	r := results()
+	r.Sizes = r.Sizes[:1] // 100 releases
+	r.Sizes[0].Operator.Install = report.Requests{Total: 1000, ByKind: map[string]int64{
+		"PATCH kraan.io/helmreleases/status": 200, "GET secrets": 100, "GET apps/deployments": 100,
+		"LIST apps/deployments": 10, "WATCH apps/deployments": 20, "GET /version": 10, "GET /openapi/v3": 10,
+	}}
+	var b strings.Builder
+
+	report.Markdown(&b, r)
+
+	out := b.String()
+	g.Expect(out).To(ContainSubstring("| of which each release's | 9.50 | 1.00 |"))
+	g.Expect(out).To(ContainSubstring("| of which the wave's (LIST, WATCH, discovery) | 0.50 | 1.00 |"))
+}
+
 func TestPlot_rendersSVGFromWrittenResults(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
