@@ -11,6 +11,7 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -85,6 +86,10 @@ type Target struct {
 	Namespace string
 	// StorageNamespace holds the release records (Secrets).
 	StorageNamespace string
+	// Owner is the UID of the object the release is reconciled for: the
+	// records the engine signs are bound to it, and a record signed for
+	// another object is never replayed for this one (see recordBinding).
+	Owner types.UID
 	// Impersonate, when set, is the user every API request is made as, e.g.
 	// system:serviceaccount:<ns>:<name>.
 	Impersonate string
@@ -166,7 +171,7 @@ func (e *Engine) configFor(target Target, log slog.Handler, pause func() func())
 	if err != nil {
 		return nil, err
 	}
-	cfg.Releases = e.recordStorage(cs.CoreV1().Secrets(target.StorageNamespace), target.StorageNamespace, log)
+	cfg.Releases = e.recordStorage(cs.CoreV1().Secrets(target.StorageNamespace), target, log)
 	dyn, err := dynamic.NewForConfig(config)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,36 +9,59 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v4/pkg/action"
 	ri "helm.sh/helm/v4/pkg/release"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // RecordSignatureLabel holds the operator's signature of a release record: an
-// HMAC-SHA256, keyed by the operator's record key, over the storage namespace
-// and the record's content (see recordDigest). Helm's Secrets driver stores a
-// release's labels as the Secret's labels, outside the signed data, and
-// returns them on read.
+// HMAC-SHA256, keyed by the operator's record key, over what the record is
+// for (see recordBinding) and its content (see canonicalRecord). Helm's
+// Secrets driver stores a release's labels as the Secret's labels, outside
+// the signed data, and returns them on read.
 const RecordSignatureLabel = "kraan.io/record-signature"
+
+// RecordOwnerLabel names the UID of the object (HelmRelease, chart-backed
+// object) a record was signed for. It is part of what the signature covers:
+// changing it breaks the signature, and a record signed for another object
+// — one deleted and made anew, or a tenant's own — is never replayed for
+// this one.
+const RecordOwnerLabel = "kraan.io/record-owner"
 
 // recordTrustLabel is the engine's verdict on a record it read (see
 // RecordTrust). It lives only in memory: the signing driver removes it before
 // a record is written.
 const recordTrustLabel = "kraan.io/record-trust"
 
-// A signature label is "<key id>.<mac>": keyIDLength hex digits naming the
-// key (a digest of it, not the key), then macLength hex digits of the HMAC
-// (208 bits), 61 characters within the 63 of a label value. The key id tells
-// a record signed with another key (the key Secret was deleted and made
-// anew, or rotated) from a tampered one.
+// recordKeyLabel is, in memory only, the name of the Secret a record was
+// read from (storedRecords sets it; the signing driver removes it before a
+// write). Helm finds a release's records by their labels, not their names,
+// so a record's content says which release it is of, and the Secret's
+// name where it was put: a record moved under another name is told by them
+// differing.
+const recordKeyLabel = "kraan.io/record-key"
+
+// A signature label is "2.<key id>.<mac>": the scheme, keyIDLength hex
+// digits naming the key (a digest of it, not the key), then macLength hex
+// digits of the HMAC (208 bits), 63 characters, a label value's limit. The
+// key id tells a record signed with another key (the key Secret was deleted
+// and made anew, or rotated) from a tampered one. Operators before the
+// binding wrote "<key id>.<mac>" (scheme 1, over the storage namespace and
+// the content only); such a record is checked for where it is stored and
+// signed again with scheme 2 in place the first time it is read.
 const (
-	keyIDLength = 8
-	macLength   = 52
+	keyIDLength   = 8
+	macLength     = 52
+	schemeBinding = "2"
 )
 
 // RecordTrust is how far the engine trusts a release record it read.
@@ -45,20 +69,37 @@ type RecordTrust string
 
 // The verdicts on a record.
 const (
-	// RecordVerified: the operator's key verifies the record's signature,
-	// so the operator wrote it as it is.
+	// RecordVerified: the operator's key verifies the record's signature
+	// for this release, this storage key and this owner, so the operator
+	// wrote it as it is, for the object now reconciling it.
 	RecordVerified RecordTrust = "verified"
 	// RecordUnverified: the record has no signature (an earlier operator
-	// version, Flux helm-controller or the helm CLI wrote it) or one made
-	// with another key than the operator's current one. It is never a
-	// source of hooks nor a rollback target, and the next revision the
-	// operator writes is signed.
+	// version, Flux helm-controller or the helm CLI wrote it), one made
+	// with another key than the operator's current one, or a genuine one
+	// made for another release, storage key or owner (copied, renamed,
+	// renumbered, or left by an object since deleted). It is never a source
+	// of hooks nor a rollback target, and the next revision the operator
+	// writes is signed.
 	RecordUnverified RecordTrust = "unverified"
 	// RecordTampered: the record carries a signature the key does not
 	// verify: it was changed outside the operator. Nothing is replayed from
 	// it and the release is stalled until a person looks at it.
 	RecordTampered RecordTrust = "tampered"
 )
+
+// recordBinding is what a signature binds a record to besides its content:
+// the namespace storing it, the release it is of, and the object owning
+// that release. The revision and the storage key are the content's (see
+// claimedKey).
+type recordBinding struct {
+	storageNamespace string
+	// release is the release the records are read for; "" checks none
+	// (tests of the signature alone).
+	release string
+	// owner is the UID of the object reconciling the release; "" when the
+	// engine acts for no object (warm-up, tests of the engine alone).
+	owner types.UID
+}
 
 // recordTrust is the verdict the signing driver recorded on rel when it read
 // it; a release no driver read (made in memory by an action) is the
@@ -77,32 +118,55 @@ func recordTrust(rel *release.Release) RecordTrust {
 // identity: its hooks run, rolled back to, its objects re-created.
 func replayable(rel *release.Release) bool { return recordTrust(rel) == RecordVerified }
 
-// SignRecord puts the signature of rel, stored in storageNamespace, on rel's
-// labels, as the operator does when it writes a record. Tests that edit a
-// record to simulate an interrupted action re-sign it with it.
-func SignRecord(key []byte, storageNamespace string, rel *release.Release) error {
-	sig, err := recordSignature(key, storageNamespace, rel)
+// SignRecord puts the signature of rel, stored in storageNamespace for the
+// object of UID owner, on rel's labels, as the operator does when it writes
+// a record. Tests that edit a record to simulate an interrupted action
+// re-sign it with it (the owner is the record's RecordOwnerLabel).
+func SignRecord(key []byte, storageNamespace string, owner types.UID, rel *release.Release) error {
+	canonical, err := canonicalRecord(rel)
 	if err != nil {
 		return err
 	}
+	setSignature(rel, signature(key, recordBinding{storageNamespace: storageNamespace, release: rel.Name, owner: owner}, rel, canonical), owner)
+	return nil
+}
+
+// setSignature labels rel with sig, made for owner.
+func setSignature(rel *release.Release, sig string, owner types.UID) {
 	if rel.Labels == nil {
 		rel.Labels = map[string]string{}
 	}
 	rel.Labels[RecordSignatureLabel] = sig
-	return nil
-}
-
-// recordSignature is the label value signing rel.
-func recordSignature(key []byte, storageNamespace string, rel *release.Release) (string, error) {
-	canonical, err := canonicalRecord(rel)
-	if err != nil {
-		return "", err
+	rel.Labels[RecordOwnerLabel] = string(owner)
+	if owner == "" {
+		delete(rel.Labels, RecordOwnerLabel)
 	}
-	return signature(key, storageNamespace, canonical), nil
 }
 
-// signature is the label value signing the canonical encoding of a record.
-func signature(key []byte, storageNamespace string, canonical []byte) string {
+// claimedKey is the storage key (the Secret's name) of revision rel, as
+// Helm's Secrets driver names it: the record's own content says it.
+func claimedKey(rel *release.Release) string {
+	return fmt.Sprintf("sh.helm.release.v1.%s.v%d", rel.Name, rel.Version)
+}
+
+// signature is the scheme 2 label value signing the canonical encoding of
+// rel for b: the storage namespace, the storage key, the release name, the
+// revision and the owner are each framed, so that none can be moved into
+// another.
+func signature(key []byte, b recordBinding, rel *release.Release, canonical []byte) string {
+	mac := hmac.New(sha256.New, key)
+	for _, field := range []string{"kraan.io/release-record/v2", b.storageNamespace, "secret", claimedKey(rel), rel.Name,
+		strconv.Itoa(rel.Version), string(b.owner)} {
+		fmt.Fprintf(mac, "%d:%s\x00", len(field), field)
+	}
+	mac.Write(canonical)
+	return schemeBinding + "." + keyID(key) + "." + hex.EncodeToString(mac.Sum(nil))[:macLength]
+}
+
+// legacySignature is the scheme 1 label value: the storage namespace and the
+// content only, which an earlier operator wrote. It is verified to migrate
+// such records, never written.
+func legacySignature(key []byte, storageNamespace string, canonical []byte) string {
 	mac := hmac.New(sha256.New, key)
 	fmt.Fprintf(mac, "kraan.io/release-record/v1\x00%s\x00", storageNamespace)
 	mac.Write(canonical)
@@ -131,31 +195,79 @@ func canonicalRecord(rel *release.Release) ([]byte, error) {
 	return json.Marshal(decoded)
 }
 
-// verifyRecord classifies rel, stored in storageNamespace and just read
-// from storage, by its signature. stored, when known, is the record's JSON
-// as stored: a record the operator signed under Helm 3 is verified against
-// it, since Helm 4 re-encodes it differently.
-func verifyRecord(key []byte, storageNamespace string, rel *release.Release, stored []byte) RecordTrust {
+// verification is the verdict on a record, and, for a record an earlier
+// operator signed with scheme 1 that verifies for this release, the scheme
+// 2 signature to put on it in place (migrate).
+type verification struct {
+	trust   RecordTrust
+	migrate string
+}
+
+// verifyRecord classifies rel, just read from storage for b, by its
+// signature. stored, when known, is the record's JSON as stored: a record
+// the operator signed under Helm 3 is verified against it, since Helm 4
+// re-encodes it differently. A genuine signature makes the record verified
+// only where it was signed for: under the Secret name its content gives
+// (recordKeyLabel, when the record was read from a Secret), for the release
+// b reads and, with scheme 2, for b's owner.
+func verifyRecord(key []byte, b recordBinding, rel *release.Release, stored []byte) verification {
 	sig := rel.Labels[RecordSignatureLabel]
 	if sig == "" {
-		return RecordUnverified
+		return verification{trust: RecordUnverified}
 	}
-	if id, _, _ := strings.Cut(sig, "."); id != keyID(key) {
+	scheme, rest := "1", sig
+	if s, r, ok := strings.Cut(sig, "."); ok && s == schemeBinding {
+		scheme, rest = s, r
+	}
+	if id, _, _ := strings.Cut(rest, "."); id != keyID(key) {
 		// Signed with a key the operator no longer has: as safe to treat
 		// as unsigned, since an unverified record is never replayed either.
 		// Forging another key id gains a tenant nothing.
-		return RecordUnverified
+		return verification{trust: RecordUnverified}
 	}
 	// rel was just decoded from storage: encoding it once gives the bytes
 	// signing gave after its own decode (canonicalRecord).
-	canonical, err := json.Marshal(rel)
-	if err == nil && hmac.Equal([]byte(sig), []byte(signature(key, storageNamespace, canonical))) {
-		return RecordVerified
+	var canonicals [][]byte
+	if canonical, err := json.Marshal(rel); err == nil {
+		canonicals = append(canonicals, canonical)
 	}
-	if stored != nil && hmac.Equal([]byte(sig), []byte(signature(key, storageNamespace, stored))) {
-		return RecordVerified
+	if stored != nil {
+		canonicals = append(canonicals, stored)
 	}
-	return RecordTampered
+	claimed := recordBinding{storageNamespace: b.storageNamespace, release: rel.Name, owner: types.UID(rel.Labels[RecordOwnerLabel])}
+	for _, canonical := range canonicals {
+		switch {
+		case scheme == schemeBinding && hmac.Equal([]byte(sig), []byte(signature(key, claimed, rel, canonical))):
+			// Genuine, and made for what it claims: verified only where
+			// that is here.
+			if !storedWhereSigned(b, rel) || (b.owner != "" && claimed.owner != b.owner) {
+				return verification{trust: RecordUnverified}
+			}
+			return verification{trust: RecordVerified}
+		case scheme != schemeBinding && hmac.Equal([]byte(sig), []byte(legacySignature(key, b.storageNamespace, canonical))):
+			if !storedWhereSigned(b, rel) {
+				return verification{trust: RecordUnverified}
+			}
+			// Scheme 1 bound no owner: the first object to read the
+			// record for its own release takes it, as the release's
+			// records were its own before the upgrade.
+			return verification{trust: RecordVerified, migrate: signature(key, b, rel, canonical)}
+		}
+	}
+	return verification{trust: RecordTampered}
+}
+
+// storedWhereSigned says whether rel is stored under the key its content
+// names and is of the release b reads: a genuine record copied under
+// another Secret name, or labelled for another release, is not.
+func storedWhereSigned(b recordBinding, rel *release.Release) bool {
+	if b.release != "" && rel.Name != b.release {
+		return false
+	}
+	if k := rel.Labels[recordKeyLabel]; k != "" && k != claimedKey(rel) {
+		return false
+	}
+	return true
 }
 
 // signingDriver is Helm's storage driver with the operator's signatures:
@@ -165,10 +277,12 @@ func verifyRecord(key []byte, storageNamespace string, rel *release.Release, sto
 // (recordTrust), and the engine replays only verified ones (replayable).
 type signingDriver struct {
 	driver.Driver
-	key       []byte
-	namespace string
+	key     []byte
+	binding recordBinding
 	// stored holds the JSON of the records as read, for those signed
-	// under Helm 3 (see storedRecords); nil verifies re-encoded records only.
+	// under Helm 3 (see storedRecords), and the Secrets client a record
+	// signed with scheme 1 is migrated through; nil verifies re-encoded
+	// records only, and migrates in memory.
 	stored *storedRecords
 }
 
@@ -243,7 +357,9 @@ func (d *signingDriver) classifyAll(rels []ri.Releaser) {
 }
 
 // classify records the verdict on r in its in-memory labels. A record of
-// another kind than version 1 gets none, and is never replayed.
+// another kind than version 1 gets none, and is never replayed. A record an
+// earlier operator signed with scheme 1 that verifies for this release is
+// signed again with scheme 2 in place.
 func (d *signingDriver) classify(r ri.Releaser) {
 	rel, err := v1Release(r)
 	if err != nil || rel == nil {
@@ -252,23 +368,59 @@ func (d *signingDriver) classify(r ri.Releaser) {
 	if rel.Labels == nil {
 		rel.Labels = map[string]string{}
 	}
-	rel.Labels[recordTrustLabel] = string(verifyRecord(d.key, d.namespace, rel, d.stored.stored(recordSecretName(rel))))
+	storageKey := rel.Labels[recordKeyLabel]
+	if storageKey == "" {
+		storageKey = claimedKey(rel)
+	}
+	v := verifyRecord(d.key, d.binding, rel, d.stored.stored(storageKey))
+	rel.Labels[recordTrustLabel] = string(v.trust)
+	if v.migrate != "" {
+		d.migrate(rel, storageKey, v.migrate)
+	}
+}
+
+// migrateTimeout bounds the write of one migrated signature: a read that
+// cannot write it goes on, verified, and the next read tries again.
+const migrateTimeout = 10 * time.Second
+
+// migrate replaces the scheme 1 signature of rel, stored under storageKey,
+// with sig, in storage and in memory: only the Secret's two labels change,
+// the record's stored bytes (and Helm's encoding of them) stay.
+func (d *signingDriver) migrate(rel *release.Release, storageKey, sig string) {
+	setSignature(rel, sig, d.binding.owner)
+	if d.stored == nil {
+		return
+	}
+	owner := any(string(d.binding.owner))
+	if d.binding.owner == "" {
+		owner = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{
+		RecordSignatureLabel: sig, RecordOwnerLabel: owner}}})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+	defer cancel()
+	_, _ = d.stored.Patch(ctx, storageKey, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 }
 
 // sign labels rel with its signature when it is trusted. An unverified
 // record is written without one, a tampered one with the signature it had,
-// which still does not verify. The in-memory verdict never reaches the
-// Secret, and stays with the release for the rest of the action.
+// which still does not verify. The in-memory labels (the verdict, the key it
+// was read from) never reach the Secret; the verdict stays with the release
+// for the rest of the action.
 func (d *signingDriver) sign(rel *release.Release) error {
 	trust := recordTrust(rel)
-	if trust == RecordVerified {
-		delete(rel.Labels, recordTrustLabel)
-		return SignRecord(d.key, d.namespace, rel)
-	}
 	delete(rel.Labels, recordTrustLabel)
+	delete(rel.Labels, recordKeyLabel)
+	if trust == RecordVerified {
+		return SignRecord(d.key, d.binding.storageNamespace, d.binding.owner, rel)
+	}
 	defer func() { rel.Labels[recordTrustLabel] = string(trust) }()
 	if trust == RecordUnverified {
 		delete(rel.Labels, RecordSignatureLabel)
+		delete(rel.Labels, RecordOwnerLabel)
 	}
 	return nil
 }
@@ -291,9 +443,7 @@ func (e *TamperedRecordError) Error() string {
 }
 
 // recordSecretName is the Secret Helm stores revision rel in.
-func recordSecretName(rel *release.Release) string {
-	return fmt.Sprintf("sh.helm.release.v1.%s.v%d", rel.Name, rel.Version)
-}
+func recordSecretName(rel *release.Release) string { return claimedKey(rel) }
 
 // checkTampered returns a TamperedRecordError for the first tampered record
 // among the ones an action would replay.
@@ -330,7 +480,7 @@ func (e *Engine) SignRecordsWith(key []byte) {
 
 // recordStorage is release storage in secrets of storageNamespace, through
 // the signing driver of the engine's key when it has one.
-func (e *Engine) recordStorage(secrets corev1client.SecretInterface, storageNamespace string, log slog.Handler) *storage.Storage {
+func (e *Engine) recordStorage(secrets corev1client.SecretInterface, target Target, log slog.Handler) *storage.Storage {
 	if len(e.recordKey) == 0 {
 		d := driver.NewSecrets(secrets)
 		d.SetLogger(log)
@@ -339,7 +489,8 @@ func (e *Engine) recordStorage(secrets corev1client.SecretInterface, storageName
 	stored := newStoredRecords(secrets)
 	d := driver.NewSecrets(stored)
 	d.SetLogger(log)
-	return storage.Init(&signingDriver{Driver: d, key: e.recordKey, namespace: storageNamespace, stored: stored})
+	binding := recordBinding{storageNamespace: target.StorageNamespace, release: target.ReleaseName, owner: target.Owner}
+	return storage.Init(&signingDriver{Driver: d, key: e.recordKey, binding: binding, stored: stored})
 }
 
 // hooksOfLatestReplayable says whether the hooks of the newest record of a

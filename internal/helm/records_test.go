@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +22,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 var testKey = []byte("a-test-key-of-enough-bytes")
+
+// testOwner is the UID of the object the test records are signed for.
+const testOwner = types.UID("0b6c3f5e-owner")
+
+// testBinding is what the test records are read for: release app of
+// namespace apps, owned by testOwner.
+var testBinding = recordBinding{storageNamespace: "apps", release: "app", owner: testOwner}
 
 func testRecord() *release.Release {
 	return &release.Release{
@@ -57,20 +66,22 @@ func stored(t *testing.T, rel *release.Release) *release.Release {
 func TestSignRecord_verifiesAfterAStorageRoundTrip(t *testing.T) {
 	g := NewWithT(t)
 	rel := testRecord()
-	g.Expect(SignRecord(testKey, "apps", rel)).To(Succeed())
+	g.Expect(SignRecord(testKey, "apps", testOwner, rel)).To(Succeed())
 	sig := rel.Labels[RecordSignatureLabel]
-	g.Expect(sig).To(MatchRegexp(`^[0-9a-f]{8}\.[0-9a-f]{52}$`), "a valid label value")
-	g.Expect(verifyRecord(testKey, "apps", stored(t, rel), nil)).To(Equal(RecordVerified))
+	g.Expect(sig).To(MatchRegexp(`^2\.[0-9a-f]{8}\.[0-9a-f]{52}$`), "a valid label value")
+	g.Expect(len(sig)).To(BeNumerically("<=", 63))
+	g.Expect(verifyRecord(testKey, testBinding, stored(t, rel), nil).trust).To(Equal(RecordVerified))
 }
 
 func TestVerifyRecord_classifies(t *testing.T) {
 	signed := testRecord()
-	NewWithT(t).Expect(SignRecord(testKey, "apps", signed)).To(Succeed())
+	NewWithT(t).Expect(SignRecord(testKey, "apps", testOwner, signed)).To(Succeed())
 	tests := []struct {
 		name      string
 		change    func(*release.Release)
 		namespace string
 		key       []byte
+		binding   *recordBinding
 		want      RecordTrust
 	}{
 		{name: "as signed", change: func(*release.Release) {}, want: RecordVerified},
@@ -91,25 +102,46 @@ func TestVerifyRecord_classifies(t *testing.T) {
 		}, want: RecordUnverified},
 		{name: "copied to another namespace", namespace: "other", change: func(*release.Release) {}, want: RecordTampered},
 		{name: "signed with a key since replaced", key: []byte("another-key-of-enough-bytes"), change: func(*release.Release) {}, want: RecordUnverified},
+		// A genuine record moved where another release reads it is never
+		// this release's (issue #42): copied under another Secret name,
+		// read for another release, or for another owner.
+		{name: "copied under another release's Secret name", change: func(r *release.Release) {
+			r.Labels[recordKeyLabel] = "sh.helm.release.v1.ops.v2"
+		}, want: RecordUnverified},
+		{name: "renumbered by its Secret name", change: func(r *release.Release) {
+			r.Labels[recordKeyLabel] = "sh.helm.release.v1.app.v9"
+		}, want: RecordUnverified},
+		{name: "stored under its own Secret name", change: func(r *release.Release) {
+			r.Labels[recordKeyLabel] = "sh.helm.release.v1.app.v3"
+		}, want: RecordVerified},
+		{name: "read for another release (a Secret labelled name=ops)", binding: &recordBinding{storageNamespace: "apps", release: "ops", owner: testOwner},
+			change: func(*release.Release) {}, want: RecordUnverified},
+		{name: "read for another owner", binding: &recordBinding{storageNamespace: "apps", release: "app", owner: "another-uid"},
+			change: func(*release.Release) {}, want: RecordUnverified},
+		{name: "its owner label changed", change: func(r *release.Release) { r.Labels[RecordOwnerLabel] = "another-uid" }, want: RecordTampered},
+		{name: "renamed in its content", change: func(r *release.Release) { r.Name = "ops" }, want: RecordTampered},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rel := stored(t, signed)
 			tt.change(rel)
-			ns, key := "apps", testKey
+			b, key := testBinding, testKey
 			if tt.namespace != "" {
-				ns = tt.namespace
+				b.storageNamespace = tt.namespace
+			}
+			if tt.binding != nil {
+				b = *tt.binding
 			}
 			if tt.key != nil {
 				key = tt.key
 			}
-			NewWithT(t).Expect(verifyRecord(key, ns, rel, nil)).To(Equal(tt.want))
+			NewWithT(t).Expect(verifyRecord(key, b, rel, nil).trust).To(Equal(tt.want))
 		})
 	}
 }
 
 func TestSigningDriver_sign_keepsAnUntrustedRecordUntrusted(t *testing.T) {
-	d := &signingDriver{key: testKey, namespace: "apps"}
+	d := &signingDriver{key: testKey, binding: testBinding}
 	tests := []struct {
 		name    string
 		read    RecordTrust
@@ -135,14 +167,14 @@ func TestSigningDriver_sign_keepsAnUntrustedRecordUntrusted(t *testing.T) {
 			back := stored(t, rel)
 			delete(back.Labels, recordTrustLabel) // what the Secret holds
 			g.Expect(back.Labels[RecordSignatureLabel] != "").To(Equal(tt.wantSig))
-			g.Expect(verifyRecord(testKey, "apps", back, nil)).To(Equal(tt.want))
+			g.Expect(verifyRecord(testKey, testBinding, back, nil).trust).To(Equal(tt.want))
 		})
 	}
 }
 
 func TestSigningDriver_Create_signsANewRevisionCopiedFromAnUnverifiedOne(t *testing.T) {
 	g := NewWithT(t)
-	d := &signingDriver{Driver: driver.NewMemory(), key: testKey, namespace: "apps"}
+	d := &signingDriver{Driver: driver.NewMemory(), key: testKey, binding: testBinding}
 	rel := testRecord()
 	// Helm's upgrade copies the previous revision's labels, the verdict too.
 	rel.Labels[recordTrustLabel] = string(RecordUnverified)
@@ -150,7 +182,7 @@ func TestSigningDriver_Create_signsANewRevisionCopiedFromAnUnverifiedOne(t *test
 	got, err := d.Get("sh.helm.release.v1.app.v3")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(recordTrust(got.(*release.Release))).To(Equal(RecordVerified))
-	g.Expect(verifyRecord(testKey, "apps", stored(t, rel), nil)).To(Equal(RecordVerified))
+	g.Expect(verifyRecord(testKey, testBinding, stored(t, rel), nil).trust).To(Equal(RecordVerified))
 }
 
 func TestCheckTampered_namesTheRecordSecret(t *testing.T) {
@@ -245,11 +277,11 @@ func BenchmarkVerifyRecord(b *testing.B) {
 		rel.Chart.Templates = append(rel.Chart.Templates, &common.File{Name: fmt.Sprintf("templates/t%d.yaml", i), Data: []byte(tmpl)})
 		rel.Manifest += "---\n" + tmpl + "\n"
 	}
-	if err := SignRecord(testKey, "apps", rel); err != nil {
+	if err := SignRecord(testKey, "apps", testOwner, rel); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if verifyRecord(testKey, "apps", rel, nil) != RecordVerified {
+		if verifyRecord(testKey, testBinding, rel, nil).trust != RecordVerified {
 			b.Fatal("not verified")
 		}
 	}
@@ -262,18 +294,25 @@ const helm3Record = `{"name":"app","info":{"first_deployed":"2026-11-02T10:00:00
 // storeRecordSecret writes record as Helm's Secrets driver stores it (gzip,
 // base64), with the release labels and signature sig.
 func storeRecordSecret(g Gomega, c client.Client, namespace, record, sig string) {
+	storeRecordSecretAs(g, c, namespace, "app", 1, record, map[string]string{RecordSignatureLabel: sig})
+}
+
+// storeRecordSecretAs writes record as Helm's Secrets driver stores revision
+// version of release name: a Secret of that name, with that release's
+// labels and extra, whatever record says it is.
+func storeRecordSecretAs(g Gomega, c client.Client, namespace, name string, version int, record string, extra map[string]string) {
 	var gz bytes.Buffer
 	w := gzip.NewWriter(&gz)
 	_, err := w.Write([]byte(record))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(w.Close()).To(Succeed())
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "sh.helm.release.v1.app.v1", Labels: map[string]string{
-			"owner": "helm", "name": "app", "status": "deployed", "version": "1", RecordSignatureLabel: sig,
-		}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("sh.helm.release.v1.%s.v%d", name, version),
+			Labels: map[string]string{"owner": "helm", "name": name, "status": "deployed", "version": fmt.Sprint(version)}},
 		Type: "helm.sh/release.v1",
 		Data: map[string][]byte{"release": []byte(base64.StdEncoding.EncodeToString(gz.Bytes()))},
 	}
+	maps.Copy(secret.Labels, extra)
 	g.Expect(c.Create(context.Background(), secret)).To(Succeed())
 }
 
@@ -287,7 +326,7 @@ func TestEngine_verifiesRecordsSignedUnderHelm3(t *testing.T) {
 	g := NewWithT(t)
 	for ns, want := range map[string]RecordTrust{"helm3": RecordVerified, "helm3-edited": RecordTampered} {
 		g.Expect(env.Client.Create(context.Background(), namespaceObject(ns))).To(Succeed())
-		sig := signature(testKey, ns, []byte(helm3Record))
+		sig := legacySignature(testKey, ns, []byte(helm3Record))
 		record := helm3Record
 		if want == RecordTampered {
 			record = strings.Replace(record, "name: app", "name: kube-proxy", 1)
@@ -298,4 +337,91 @@ func TestEngine_verifiesRecordsSignedUnderHelm3(t *testing.T) {
 		g.Expect(rel).NotTo(BeNil())
 		g.Expect(recordTrust(rel)).To(Equal(want), ns)
 	}
+}
+
+// signedRecordJSON is testRecord as release name revision version, signed
+// for owner in namespace, as stored: its JSON and its labels.
+func signedRecordJSON(g Gomega, namespace, name string, version int, owner types.UID) (string, map[string]string) {
+	rel := testRecord()
+	rel.Name, rel.Namespace, rel.Version = name, namespace, version
+	g.Expect(SignRecord(testKey, namespace, owner, rel)).To(Succeed())
+	canonical, err := canonicalRecord(rel)
+	g.Expect(err).NotTo(HaveOccurred())
+	return string(canonical), map[string]string{RecordSignatureLabel: rel.Labels[RecordSignatureLabel], RecordOwnerLabel: string(owner)}
+}
+
+// TestEngine_aRecordCopiedUnderAnotherReleaseNeverVerifies: issue #42's
+// escalation. A tenant copies a genuinely signed record of its own release
+// (with a pre-delete hook binding cluster-admin) under the name and labels
+// of a platform release that keeps its history in the tenant's namespace.
+// Read for the platform release, it is never verified, so none of its hooks
+// run with the platform's identity; a record renamed inside (its content
+// made to say it is the platform's) is tampered.
+func TestEngine_aRecordCopiedUnderAnotherReleaseNeverVerifies(t *testing.T) {
+	env, engine := startEngine(t)
+	engine.SignRecordsWith(testKey)
+	g := NewWithT(t)
+	ns := "team-a"
+	g.Expect(env.Client.Create(context.Background(), namespaceObject(ns))).To(Succeed())
+	const tenantOwner, platformOwner = types.UID("tenant-hr-uid"), types.UID("platform-hr-uid")
+
+	// The tenant's own record, verified for the tenant's release.
+	record, labels := signedRecordJSON(g, ns, "team", 1, tenantOwner)
+	storeRecordSecretAs(g, env.Client, ns, "team", 1, record, labels)
+	tenant := Request{Target: Target{ReleaseName: "team", Namespace: ns, StorageNamespace: ns, Owner: tenantOwner}}
+	g.Expect(recordTrust(recordsOf(g, engine, tenant)[1])).To(Equal(RecordVerified))
+
+	// Copied as revision 2 of the platform's release "ops".
+	storeRecordSecretAs(g, env.Client, ns, "ops", 2, record, labels)
+	platform := Request{Target: Target{ReleaseName: "ops", Namespace: ns, StorageNamespace: ns, Owner: platformOwner}}
+	copied := recordsOf(g, engine, platform)[1]
+	g.Expect(copied).NotTo(BeNil(), "Helm finds the copy by its labels")
+	g.Expect(recordTrust(copied)).To(Equal(RecordUnverified))
+	g.Expect(replayable(copied)).To(BeFalse())
+
+	// Renamed and renumbered inside too: the signature no longer holds.
+	renamed := strings.Replace(strings.Replace(record, `"name":"team"`, `"name":"ops"`, 1), `"version":1`, `"version":3`, 1)
+	storeRecordSecretAs(g, env.Client, ns, "ops", 3, renamed, labels)
+	g.Expect(recordTrust(recordsOf(g, engine, platform)[3])).To(Equal(RecordTampered))
+
+	// The tenant's release made anew (another UID) does not replay the
+	// records of the object it replaced either.
+	tenant.Target.Owner = "tenant-hr-uid-2"
+	g.Expect(recordTrust(recordsOf(g, engine, tenant)[1])).To(Equal(RecordUnverified))
+}
+
+// TestEngine_migratesRecordsSignedBeforeTheBinding: a record an earlier
+// operator signed (scheme 1: storage namespace and content) stays verified
+// after the upgrade, and is signed again in place for its release and the
+// first owner to read it; a copy of it under another release's name never
+// verifies.
+func TestEngine_migratesRecordsSignedBeforeTheBinding(t *testing.T) {
+	env, engine := startEngine(t)
+	engine.SignRecordsWith(testKey)
+	g := NewWithT(t)
+	ns := "upgraded"
+	g.Expect(env.Client.Create(context.Background(), namespaceObject(ns))).To(Succeed())
+	rel := testRecord()
+	rel.Namespace, rel.Version = ns, 1
+	canonical, err := canonicalRecord(rel)
+	g.Expect(err).NotTo(HaveOccurred())
+	legacy := map[string]string{RecordSignatureLabel: legacySignature(testKey, ns, canonical)}
+	storeRecordSecretAs(g, env.Client, ns, "app", 1, string(canonical), legacy)
+	storeRecordSecretAs(g, env.Client, ns, "ops", 1, string(canonical), legacy)
+
+	owner := types.UID("app-uid")
+	req := Request{Target: Target{ReleaseName: "app", Namespace: ns, StorageNamespace: ns, Owner: owner}}
+	g.Expect(recordTrust(recordsOf(g, engine, req)[1])).To(Equal(RecordVerified))
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "sh.helm.release.v1.app.v1"}, secret)).To(Succeed())
+	g.Expect(secret.Labels[RecordSignatureLabel]).To(HavePrefix("2."), "signed again in place")
+	g.Expect(secret.Labels[RecordOwnerLabel]).To(Equal(string(owner)))
+	g.Expect(secret.Labels).NotTo(HaveKey(recordKeyLabel), "the in-memory label is never stored")
+	g.Expect(recordTrust(recordsOf(g, engine, req)[1])).To(Equal(RecordVerified), "and verified with the new scheme")
+
+	req.Target.Owner = "another-uid"
+	g.Expect(recordTrust(recordsOf(g, engine, req)[1])).To(Equal(RecordUnverified), "bound to its owner now")
+
+	ops := Request{Target: Target{ReleaseName: "ops", Namespace: ns, StorageNamespace: ns, Owner: "ops-uid"}}
+	g.Expect(recordTrust(recordsOf(g, engine, ops)[1])).To(Equal(RecordUnverified), "a scheme 1 copy under another name")
 }

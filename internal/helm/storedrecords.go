@@ -52,9 +52,16 @@ func (s *storedRecords) List(ctx context.Context, opts metav1.ListOptions) (*cor
 	return list, err
 }
 
-// keep decodes a record Secret's data as Helm's Secrets driver does
-// (base64, then gzip when compressed) and remembers it by the Secret's name.
+// keep labels secret, in memory, with its own name (recordKeyLabel: the
+// signing driver checks a record is stored where it was signed for, and a
+// label a tenant set is overwritten here), then decodes its data as Helm's
+// Secrets driver does (base64, then gzip when compressed) and remembers it
+// by the Secret's name.
 func (s *storedRecords) keep(secret *corev1.Secret) {
+	if secret.Labels == nil {
+		secret.Labels = map[string]string{}
+	}
+	secret.Labels[recordKeyLabel] = secret.Name
 	data, err := base64.StdEncoding.DecodeString(string(secret.Data["release"]))
 	if err != nil {
 		return

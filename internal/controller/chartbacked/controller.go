@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -51,6 +52,11 @@ type Reconciler struct {
 	controller controller.Controller
 	mgr        manager.Manager
 	dependents sync.Map
+	// dependentsCache holds the metadata the dependent watches read.
+	dependentsCache cache.Cache
+	// floor raises a reconcile-period annotation below the operator's
+	// minimum (--min-reconcile-interval).
+	floor *kit.IntervalFloor
 }
 
 // chartScope carries what the steps of one pass observed. reconcileRelease
@@ -85,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := kit.EnsureFinalizer(ctx, r.Client, obj, kraanv1.ChartFinalizer, patcher); err != nil {
 		return ctrl.Result{}, err
 	}
-	sc := &chartScope{obj: obj, period: reconcilePeriodFor(obj, r.Watch.ResyncPeriod())}
+	sc := &chartScope{obj: obj, period: r.periodFor(ctx, obj)}
 	_, err := kit.RunSteps(ctx, sc, r.reconcileRelease, r.reconcileDependents)
 	if err := r.writeStatus(ctx, obj, sc); err != nil {
 		return ctrl.Result{}, err
@@ -190,6 +196,7 @@ func (r *Reconciler) newObject() *unstructured.Unstructured {
 func (r *Reconciler) targetOf(obj client.Object) helm.Target {
 	t := helm.Target{
 		ReleaseName: obj.GetName(), Namespace: obj.GetNamespace(), StorageNamespace: obj.GetNamespace(),
+		Owner:  obj.GetUID(),
 		Bounds: r.Watch.Bounds(obj.GetNamespace(), obj.GetName()),
 	}
 	if sa := r.Watch.ServiceAccount(r.DefaultServiceAccount); sa != "" {

@@ -14,6 +14,7 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -174,6 +175,6 @@ func markPending(t *testing.T, ns, name string) {
 	rel.SetStatus(rcommon.StatusPendingUpgrade, "Upgrade in progress")
 	// As the operator would have written it: a record it did not sign is
 	// never replayed.
-	g.Expect(helm.SignRecord(testenv.RecordKey, ns, rel)).To(Succeed())
+	g.Expect(helm.SignRecord(testenv.RecordKey, ns, types.UID(rel.Labels[helm.RecordOwnerLabel]), rel)).To(Succeed())
 	g.Expect(helmCfg.Releases.Update(rel)).To(Succeed())
 }

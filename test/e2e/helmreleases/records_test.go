@@ -15,6 +15,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // A tenant who may edit the Secrets of its namespace edits the release
@@ -90,4 +91,42 @@ func TestHelmRelease_UnsignedRecord_UpgradeDeletesNothingOutside(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	readyAt(t, ns, "app")
 	g.Expect(suite.ForeignObjectUID(g, k8s, victim)).To(Equal(uid), "the upgrade deleted the kube-system object")
+}
+
+// Issue #42: a tenant copies a genuinely signed record of its own release —
+// one whose chart had a pre-delete hook binding cluster-admin — as the next
+// revision of a platform release that keeps its history in the tenant's
+// namespace. The platform's release never replays it: deleting the platform
+// HelmRelease runs no hook of the copy, so the binding is never created.
+func TestHelmRelease_RecordCopiedUnderAnotherRelease_NeverReplayed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	newRelease(t, ns, "team", "small")
+	newRelease(t, ns, "ops", "small", withValues(map[string]any{"message": "ops"}))
+	readyAt(t, ns, "team")
+	readyAt(t, ns, "ops")
+
+	binding := ns + "-escalate"
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: binding}})
+	})
+	// The tenant's record as the operator signed it (the hook as if its
+	// chart had rendered it), renumbered by an upgrade to revision 2.
+	update(t, ns, "team", func(hr *kraanv1.HelmRelease) { hr.Spec.Values = toJSON(map[string]any{"message": "two"}) })
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(helmRevisions(g, ns, "team")).To(ContainElement("2=deployed"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	suite.ResignRecord(t, cfg, testenv.RecordKey, ns, "team", func(rel *release.Release) {
+		suite.AddClusterAdminHook(rel, binding, ns)
+	})
+	suite.CopyRecordSecret(t, k8s, ns, "sh.helm.release.v1.team.v2", "ops", 2)
+
+	g.Expect(k8s.Delete(ctx, get(g, ns, "ops"))).To(Succeed())
+	NewWithT(t).Eventually(func(g Gomega) {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ops"}, &kraanv1.HelmRelease{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the HelmRelease is still there: %v", err)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(suite.ClusterRoleBindingExists(g, k8s, binding)).To(BeFalse(), "the copied record's hook ran with the operator's identity")
 }

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,13 +37,15 @@ func EditRecord(t testing.TB, cfg *rest.Config, namespace, name string, change f
 }
 
 // ResignRecord edits the newest record as EditRecord does, then signs it
-// with key, as the operator holding that key would have written it: tests
-// that simulate an interrupted action edit records this way.
+// with key for the object it was signed for (its helm.RecordOwnerLabel), as
+// the operator holding that key would have written it: tests that simulate
+// an interrupted action edit records this way.
 func ResignRecord(t testing.TB, cfg *rest.Config, key []byte, namespace, name string, change func(*release.Release)) {
 	t.Helper()
 	EditRecord(t, cfg, namespace, name, func(rel *release.Release) {
 		change(rel)
-		gomega.NewWithT(t).Expect(helm.SignRecord(key, namespace, rel)).To(gomega.Succeed())
+		owner := types.UID(rel.Labels[helm.RecordOwnerLabel])
+		gomega.NewWithT(t).Expect(helm.SignRecord(key, namespace, owner, rel)).To(gomega.Succeed())
 	})
 }
 
@@ -113,4 +116,26 @@ func ClusterRoleBindingExists(g gomega.Gomega, c client.Client, name string) boo
 	}
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	return true
+}
+
+// CopyRecordSecret copies the record Secret name of namespace as revision
+// version of release, as a tenant who may write the Secrets of its
+// namespace can: the copy carries release's name and version labels (Helm
+// finds records by them) and everything else of the original, its
+// signature included.
+func CopyRecordSecret(t testing.TB, c client.Client, namespace, name, release string, version int) {
+	t.Helper()
+	g := gomega.NewWithT(t)
+	original := &corev1.Secret{}
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, original)).To(gomega.Succeed())
+	labels := map[string]string{}
+	for k, v := range original.Labels {
+		labels[k] = v
+	}
+	labels["name"], labels["version"] = release, fmt.Sprint(version)
+	cp := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("sh.helm.release.v1.%s.v%d", release, version), Labels: labels},
+		Type:       original.Type, Data: original.Data,
+	}
+	g.Expect(c.Create(context.Background(), cp)).To(gomega.Succeed())
 }
