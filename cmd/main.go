@@ -166,6 +166,7 @@ func startManager(ctx context.Context, opts *options) error {
 	if err := operator.SetupAll(mgr, operator.Options{
 		ControllerOptions: kit.ControllerOptions{
 			MaxConcurrentReconciles: opts.concurrent, MinRetryDelay: opts.minRetryDelay, MaxRetryDelay: opts.maxRetryDelay,
+			MinReconcileInterval: opts.minReconcileInterval,
 		},
 		NoCrossNamespaceRefs: opts.noCrossNamespaceRefs, DependencyRequeue: opts.requeueDependency,
 		Layers: layers, DefaultServiceAccount: opts.defaultServiceAccount, ChartFetch: opts.chartFetch,

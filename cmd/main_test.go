@@ -42,7 +42,7 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 		"leader-election-lease-duration", "leader-election-namespace", "leader-election-renew-deadline",
 		"leader-election-retry-period", "log-format", "log-level", "max-chart-size", "max-concurrent-rollouts", "max-index-size",
 		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-retry-delay", "metrics-bind-address",
-		"metrics-cert-dir", "metrics-secure", "min-retry-delay", "no-cross-namespace-refs", "pprof-bind-address",
+		"metrics-cert-dir", "metrics-secure", "min-reconcile-interval", "min-retry-delay", "no-cross-namespace-refs", "pprof-bind-address",
 		"release-record-key-namespace", "release-record-key-secret", "requeue-dependency", "source-host-override",
 		"watch-configs-label-selector", "watch-label-selector", "watch-namespace", "watches-file",
 	}))

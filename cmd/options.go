@@ -46,6 +46,7 @@ type options struct {
 	helmRunGracePeriod      time.Duration
 	minRetryDelay           time.Duration
 	maxRetryDelay           time.Duration
+	minReconcileInterval    time.Duration
 	logFormat               string
 	logLevel                string
 	dataPath                string
@@ -116,6 +117,10 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 		"The first delay before an object whose reconcile failed transiently is retried; it doubles on every failure.")
 	fs.DurationVar(&opts.maxRetryDelay, "max-retry-delay", kit.DefaultMaxRetryDelay,
 		"The longest delay between retries of an object whose reconcile keeps failing transiently.")
+	fs.DurationVar(&opts.minReconcileInterval, "min-reconcile-interval", kit.DefaultMinReconcileInterval,
+		"The shortest period an object may ask to be reconciled at: a HelmRelease's spec.interval and retryInterval, "+
+			"an AddonsLayer's spec.interval, a chart-backed object's reconcile-period annotation and a HelmRepository's "+
+			"spec.interval below it are raised to it. 0 keeps every period as asked.")
 	fs.StringVar(&opts.logFormat, "log-format", "json", "Log format: json or console.")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "Log level: debug, info or error.")
 	fs.StringVar(&opts.dataPath, "data-path", filepath.Join(os.TempDir(), "kraan-artifacts"),
@@ -234,6 +239,9 @@ func (o *options) check() error {
 	if o.minRetryDelay <= 0 || o.maxRetryDelay < o.minRetryDelay {
 		return fmt.Errorf("--min-retry-delay must be above 0 and at most --max-retry-delay, got %s and %s",
 			o.minRetryDelay, o.maxRetryDelay)
+	}
+	if o.minReconcileInterval < 0 {
+		return fmt.Errorf("--min-reconcile-interval must be at least 0, got %s", o.minReconcileInterval)
 	}
 	if o.requeueDependency <= 0 {
 		return fmt.Errorf("--requeue-dependency must be above 0, got %s", o.requeueDependency)

@@ -1,7 +1,10 @@
 package operator
 
 import (
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 )
@@ -12,17 +15,54 @@ import (
 // are often the larger part of an object (a third of the cache at 1000
 // releases).
 //
-// Secrets are cached as metadata only, and all of them: the in-sync check
-// reads Helm's release records (owner=helm Secrets) there instead of
-// listing them per resync, and a Habitat turns Ready when a Secret it names
-// appears. Of the objects cached as metadata (see kit.SlimMetadata) only
-// what the operator reads is kept. The watches that need a labelled few of a
-// kind the cluster holds thousands of — the valuesFrom ConfigMaps labelled
-// for watching, the workloads a layer applied, the Habitat controller's
-// pods and peer lists — use caches of their own (kit.NewSelectedMetadataCache).
+// Every cache the operator starts keeps, of an object it did not create,
+// only the fields it reads: a selector is no bound, since whoever may
+// create an object can give it any label, and a ConfigMap or Secret holds
+// up to a megabyte. So:
+//   - Secrets are cached as metadata only (kit.SlimMetadata), all of them:
+//     the in-sync check reads Helm's release records (owner=helm Secrets)
+//     there instead of listing them per resync, and a Habitat turns Ready
+//     when a Secret it names appears; values are read from the API server
+//     when used;
+//   - the Flux sources that serve artifacts keep their status only
+//     (slimArtifactSource): their spec is the tenant's (a GitRepository's
+//     spec.ignore is free text) and nothing reads it;
+//   - the watches that need a labelled few of a kind the cluster holds
+//     thousands of — the valuesFrom ConfigMaps labelled for watching, the
+//     workloads a layer applied, the Habitat controller's pods, peer lists
+//     and StatefulSets, the objects chart-backed releases render — use
+//     caches of their own, of metadata (kit.NewSelectedMetadataCache,
+//     chartbacked.NewDependentsCache) or slimmed to what is read (the
+//     Habitat controller's).
+//
+// The operator's own kinds (HelmRelease, AddonsLayer, Habitat and the
+// other chart-backed kinds) and HelmRepositories, whose spec the chart
+// fetcher reads, are cached whole.
 func CacheOptions(watchNamespaces []string) cache.Options {
+	byObject := map[client.Object]cache.ByObject{}
+	for _, src := range []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}, &sourcev1.HelmChart{}} {
+		byObject[src] = cache.ByObject{Transform: slimArtifactSource}
+	}
 	return cache.Options{
+		ByObject:          byObject,
 		DefaultTransform:  kit.SlimMetadata(cache.TransformStripManagedFields()),
 		DefaultNamespaces: kit.CacheNamespaces(watchNamespaces),
 	}
+}
+
+// slimArtifactSource keeps of a Flux source that serves an artifact what
+// the operator reads: its identity and generation (kit.SlimObjectMeta) and
+// its status (artifact, conditions, observed generation).
+var slimArtifactSource toolscache.TransformFunc = func(obj any) (any, error) {
+	switch s := obj.(type) {
+	case *sourcev1.GitRepository:
+		return &sourcev1.GitRepository{TypeMeta: s.TypeMeta, ObjectMeta: kit.SlimObjectMeta(s.ObjectMeta), Status: s.Status}, nil
+	case *sourcev1.OCIRepository:
+		return &sourcev1.OCIRepository{TypeMeta: s.TypeMeta, ObjectMeta: kit.SlimObjectMeta(s.ObjectMeta), Status: s.Status}, nil
+	case *sourcev1.Bucket:
+		return &sourcev1.Bucket{TypeMeta: s.TypeMeta, ObjectMeta: kit.SlimObjectMeta(s.ObjectMeta), Status: s.Status}, nil
+	case *sourcev1.HelmChart:
+		return &sourcev1.HelmChart{TypeMeta: s.TypeMeta, ObjectMeta: kit.SlimObjectMeta(s.ObjectMeta), Status: s.Status}, nil
+	}
+	return obj, nil // a tombstone
 }

@@ -1,11 +1,20 @@
 package operator
 
 import (
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
+	fluxmeta "github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 // Nothing reads managedFields: the cache drops them to save memory.
@@ -24,16 +33,60 @@ func TestCacheOptions_DropManagedFields(t *testing.T) {
 
 // The manager's cache selects no kind: a selector there applies to every
 // watch of the kind — Helm's release records among the Secrets, whatever
-// the chart-backed controllers' charts render, the Habitat controller's
-// StatefulSets — so the watches that need a labelled few of a kind use
-// caches of their own (kit.NewSelectedMetadataCache).
+// the chart-backed controllers' charts render — so the watches that need a
+// labelled few of a kind use caches of their own
+// (kit.NewSelectedMetadataCache). Its only per-kind settings are transforms.
 func TestCacheOptions_SelectNoKind(t *testing.T) {
 	g := NewWithT(t)
 	for _, namespaces := range [][]string{nil, {"a"}} {
 		opts := CacheOptions(namespaces)
-		g.Expect(opts.ByObject).To(BeEmpty())
+		for obj, by := range opts.ByObject {
+			g.Expect(by.Label).To(BeNil(), "%T", obj)
+			g.Expect(by.Field).To(BeNil(), "%T", obj)
+			g.Expect(by.Namespaces).To(BeNil(), "%T", obj)
+			g.Expect(by.Transform).NotTo(BeNil(), "%T", obj)
+		}
 		g.Expect(opts.DefaultLabelSelector).To(BeNil())
 		g.Expect(opts.DefaultFieldSelector).To(BeNil())
+	}
+}
+
+// A Flux source that serves an artifact is cached with its status only:
+// its spec is whatever the tenant wrote (spec.ignore is free text), and
+// nothing of the operator reads it.
+func TestCacheOptions_ArtifactSourcesKeepTheirStatus(t *testing.T) {
+	g := NewWithT(t)
+	artifact := &fluxmeta.Artifact{Revision: "main@sha1:abc", Digest: "sha256:def", URL: "http://source/a.tar.gz"}
+	ready := []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}}
+	meta := metav1.ObjectMeta{Name: "repo", Namespace: "ns", Generation: 3, Annotations: map[string]string{"a": "b"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}
+	sources := map[client.Object]client.Object{
+		&sourcev1.GitRepository{ObjectMeta: meta, Spec: sourcev1.GitRepositorySpec{URL: "https://git", Ignore: ptr.To(strings.Repeat("x", 1<<20))},
+			Status: sourcev1.GitRepositoryStatus{ObservedGeneration: 3, Artifact: artifact, Conditions: ready}}: &sourcev1.GitRepository{},
+		&sourcev1.OCIRepository{ObjectMeta: meta, Spec: sourcev1.OCIRepositorySpec{URL: "oci://x"},
+			Status: sourcev1.OCIRepositoryStatus{ObservedGeneration: 3, Artifact: artifact, Conditions: ready}}: &sourcev1.OCIRepository{},
+		&sourcev1.Bucket{ObjectMeta: meta, Spec: sourcev1.BucketSpec{BucketName: "b"},
+			Status: sourcev1.BucketStatus{ObservedGeneration: 3, Artifact: artifact, Conditions: ready}}: &sourcev1.Bucket{},
+		&sourcev1.HelmChart{ObjectMeta: meta, Spec: sourcev1.HelmChartSpec{Chart: "c"},
+			Status: sourcev1.HelmChartStatus{ObservedGeneration: 3, Artifact: artifact, Conditions: ready}}: &sourcev1.HelmChart{},
+	}
+	opts := CacheOptions(nil)
+	for in := range sources {
+		var transform func(any) (any, error)
+		for obj, by := range opts.ByObject {
+			if fmt.Sprintf("%T", obj) == fmt.Sprintf("%T", in) {
+				transform = by.Transform
+			}
+		}
+		g.Expect(transform).NotTo(BeNil(), "%T has a transform", in)
+		out, err := transform(in)
+		g.Expect(err).NotTo(HaveOccurred())
+		src := out.(releasespec.ArtifactSource)
+		g.Expect(src.GetArtifact()).To(Equal(artifact))
+		g.Expect(src.GetGeneration()).To(BeEquivalentTo(3))
+		g.Expect(src.GetAnnotations()).To(BeEmpty())
+		g.Expect(src.GetManagedFields()).To(BeEmpty())
+		g.Expect(reflect.ValueOf(out).Elem().FieldByName("Spec").IsZero()).To(BeTrue(), "%T keeps its spec", in)
 	}
 }
 

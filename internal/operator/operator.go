@@ -56,7 +56,8 @@ type Options struct {
 	Watches []watches.Watch
 	// WatchNamespaces limits the caches the controllers start themselves
 	// (the Habitat controller's, the watched valuesFrom ConfigMaps, the
-	// layers' workloads); empty watches all namespaces, as the manager's cache.
+	// layers' workloads, the objects chart-backed releases render); empty
+	// watches all namespaces, as the manager's cache.
 	WatchNamespaces []string
 	// WatchConfigs selects the valuesFrom ConfigMaps and Secrets whose
 	// change reconciles their releases at once
@@ -157,9 +158,15 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 // controller per watches.yaml entry, then the Habitat Go controller, which
 // completes the chart-backed Habitat kind.
 func setupChartBacked(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
+	// One cache of the objects releases render serves every chart-backed
+	// kind: two charts rendering StatefulSets share one watch of them.
+	dependents, err := chartbacked.NewDependentsCache(mgr, opts.WatchNamespaces)
+	if err != nil {
+		return err
+	}
 	for _, w := range opts.Watches {
 		chartOpts := chartbacked.Options{ControllerOptions: opts.ControllerOptions, DefaultServiceAccount: opts.DefaultServiceAccount,
-			ExtraConditions: chartConditions[w.GroupVersionKind()]}
+			ExtraConditions: chartConditions[w.GroupVersionKind()], Dependents: dependents}
 		if err := chartbacked.Setup(mgr, engine, w, chartOpts); err != nil {
 			return fmt.Errorf("setting up the chart-backed %s controller: %w", w.String(), err)
 		}

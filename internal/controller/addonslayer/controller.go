@@ -56,6 +56,8 @@ type Reconciler struct {
 	now       func() time.Time
 	// recent is what this process last applied per layer.
 	recent recentApplies
+	// floor raises spec.interval to --min-reconcile-interval.
+	floor *kit.IntervalFloor
 }
 
 // +kubebuilder:rbac:groups=kraan.io,resources=addonslayers,verbs=get;list;watch;create;update;patch;delete
@@ -88,6 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	sc := newLayerScope(r.Client, obj, r.now())
+	sc.interval = r.floor.Apply(ctx, obj, "spec.interval", obj.Spec.Interval.Duration)
 	_, err := r.reconcile(ctx, sc)
 	return r.finish(ctx, sc, start, err)
 }

@@ -127,7 +127,7 @@ func newReconciler(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	return &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: apply.NewApplier(mgr.GetClient(), readyKinds...),
 		Store: store, Discovery: disco, Events: kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
-		Metrics: metrics, Options: opts, now: time.Now,
+		Metrics: metrics, Options: opts, now: time.Now, floor: opts.IntervalFloor(),
 	}, nil
 }
 

@@ -117,7 +117,7 @@ func (r *Reconciler) checkK8sVersion(sc *layerScope) error {
 	}
 	v, err := r.Discovery.ServerVersion()
 	if err != nil {
-		return waitingIn(kraanv1.K8sVersionState, kraanv1.ReasonK8sVersionNotMet, sc.layer.Spec.Interval.Duration,
+		return waitingIn(kraanv1.K8sVersionState, kraanv1.ReasonK8sVersionNotMet, sc.interval,
 			"failed to obtain cluster api server version, "+err.Error())
 	}
 	met, msg := layer.CheckK8sVersion(v.GitVersion, sc.layer.Spec.Prereqs.K8sVersion)
@@ -125,7 +125,7 @@ func (r *Reconciler) checkK8sVersion(sc *layerScope) error {
 		return nil
 	}
 	// The server does not upgrade itself under us often: check again each interval.
-	return waitingIn(kraanv1.K8sVersionState, kraanv1.ReasonK8sVersionNotMet, sc.layer.Spec.Interval.Duration, msg)
+	return waitingIn(kraanv1.K8sVersionState, kraanv1.ReasonK8sVersionNotMet, sc.interval, msg)
 }
 
 // checkCycle builds the graph of every layer's dependsOn; a cycle is a
@@ -170,7 +170,7 @@ func (r *Reconciler) checkDependencies(ctx context.Context, sc *layerScope) erro
 	case !met:
 		// No requeue: the dependency's status change wakes this layer (watch).
 		// The interval is a safety net for a missed event.
-		return waitingIn(kraanv1.ApplyPendingState, kraanv1.ReasonDependencyNotReady, sc.layer.Spec.Interval.Duration, msg)
+		return waitingIn(kraanv1.ApplyPendingState, kraanv1.ReasonDependencyNotReady, sc.interval, msg)
 	}
 	return nil
 }

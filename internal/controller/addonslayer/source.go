@@ -47,7 +47,7 @@ func sourceError(sc *layerScope, err error) error {
 	var fetch *layerspec.FetchError
 	var store *layerspec.StoreError
 	var path *layerspec.PathError
-	interval := sc.layer.Spec.Interval.Duration
+	interval := sc.interval
 	switch {
 	case errors.As(err, &notReady):
 		return waitingIn(kraanv1.PendingState, kraanv1.ReasonSourceNotReady, interval, notReady.Message)

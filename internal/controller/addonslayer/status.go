@@ -34,6 +34,9 @@ type layerScope struct {
 	patcher  *kit.Patcher
 	oldState string
 	now      time.Time
+	// interval is spec.interval raised to --min-reconcile-interval: how
+	// often a deployed, waiting or failed layer is looked at again.
+	interval time.Duration
 
 	// reconcileSource: the artifact's revision and the layer's directory in it.
 	revision string
@@ -144,7 +147,7 @@ func deployed(sc *layerScope) outcome {
 	if len(sc.tests) > 0 {
 		msg += fmt.Sprintf(", %d layer tests passed", len(sc.tests))
 	}
-	requeue := sc.layer.Spec.Interval.Duration
+	requeue := sc.interval
 	if !sc.pruneAt.IsZero() {
 		msg += fmt.Sprintf("; released objects are pruned at %s unless another layer adopts them",
 			sc.pruneAt.UTC().Format(time.RFC3339))

@@ -79,8 +79,8 @@ func checkLayerReady(t *testing.T, held bool, stalled, reconciling, deployed met
 // TestSourceError_EachFailureHasItsState: how each way of failing to locate
 // the layer's directory reports and when the layer is looked at again.
 func TestSourceError_EachFailureHasItsState(t *testing.T) {
-	sc := &layerScope{layer: &kraanv1.AddonsLayer{}}
-	sc.layer.Spec.Interval = metav1.Duration{Duration: time.Minute}
+	// spec.interval as Reconcile raised it to --min-reconcile-interval.
+	sc := &layerScope{layer: &kraanv1.AddonsLayer{}, interval: time.Minute}
 	plain := errors.New("boom")
 	tests := []struct {
 		name    string

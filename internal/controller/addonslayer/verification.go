@@ -94,5 +94,5 @@ func (r *Reconciler) testFailure(ctx context.Context, sc *layerScope, test *unst
 		msg += "; output: " + output
 	}
 	return &layerError{state: kraanv1.FailedState, err: &kit.TerminalError{
-		Reason: kraanv1.ReasonLayerTestFailed, Err: errors.New(msg), Resync: sc.layer.Spec.Interval.Duration}}
+		Reason: kraanv1.ReasonLayerTestFailed, Err: errors.New(msg), Resync: sc.interval}}
 }

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -201,7 +202,7 @@ func TestReleaseSpecFor_Annotations(t *testing.T) {
 	g.Expect(spec.Uninstall.DisableWait).To(BeFalse())
 }
 
-func TestReconcilePeriodFor(t *testing.T) {
+func TestReconciler_PeriodFor(t *testing.T) {
 	for value, want := range map[string]time.Duration{
 		"":     time.Minute, // unset: the watch's period
 		"30s":  30 * time.Second,
@@ -209,11 +210,20 @@ func TestReconcilePeriodFor(t *testing.T) {
 		"soon": time.Minute, // invalid: the watch's period
 		"-5m":  time.Minute,
 		"0s":   time.Minute,
+		"1ms":  10 * time.Second, // below the floor: the floor
+		"10s":  10 * time.Second,
 	} {
 		g := NewWithT(t)
+		period := metav1.Duration{Duration: time.Minute}
+		r := &Reconciler{Watch: watches.Watch{ReconcilePeriod: &period}, floor: kit.NewIntervalFloor(10 * time.Second)}
 		obj := newGadget("ns", "a", nil, map[string]string{AnnotationReconcilePeriod: value})
-		g.Expect(reconcilePeriodFor(obj, time.Minute)).To(Equal(want), "annotation %q", value)
+		g.Expect(r.periodFor(context.Background(), obj)).To(Equal(want), "annotation %q", value)
 	}
+	// The watch's own period is the operator's choice: no floor.
+	g := NewWithT(t)
+	period := metav1.Duration{Duration: time.Second}
+	r := &Reconciler{Watch: watches.Watch{ReconcilePeriod: &period}, floor: kit.NewIntervalFloor(10 * time.Second)}
+	g.Expect(r.periodFor(context.Background(), newGadget("ns", "a", nil, nil))).To(Equal(time.Second))
 }
 
 func TestReconciler_ReleaseFailure_ReportedThenRecovered(t *testing.T) {

@@ -8,11 +8,13 @@ import (
 	"strings"
 
 	ssautil "github.com/fluxcd/pkg/ssa/utils"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -41,6 +43,13 @@ type Options struct {
 	// kind's objects (the Go half of a hybrid kind) that count towards
 	// Ready; the reconciler keeps them as they are.
 	ExtraConditions []kit.Owned
+	// Dependents is the cache the watches on the objects releases render
+	// read (NewDependentsCache), shared by every chart-backed controller;
+	// nil starts one for this controller, over WatchNamespaces.
+	Dependents cache.Cache
+	// WatchNamespaces limits the cache of dependents Setup starts; empty is
+	// all namespaces.
+	WatchNamespaces []string
 }
 
 // Setup registers the reconciler of watch w with mgr: one Helm release per
@@ -54,8 +63,50 @@ func Setup(mgr manager.Manager, engine *helm.Engine, w watches.Watch, opts Optio
 		Events:                kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 		summary:               Summary(opts.ExtraConditions...),
+		floor:                 opts.IntervalFloor(),
+		dependentsCache:       opts.Dependents,
+	}
+	if r.dependentsCache == nil {
+		c, err := NewDependentsCache(mgr, opts.WatchNamespaces)
+		if err != nil {
+			return err
+		}
+		r.dependentsCache = c
 	}
 	return r.setupWithManager(mgr, opts.ControllerOptions)
+}
+
+// NewDependentsCache starts, with mgr, the cache of the objects chart-backed
+// releases render, which the dependent watches read (watchDependent). It
+// holds their metadata only, slimmed (kit.SlimObjectMeta) but with their
+// controller reference, which maps an object to its owner: a chart that
+// renders a ConfigMap makes the operator watch every ConfigMap of the
+// watched namespaces, the tenants' own among them, and none is held whole.
+func NewDependentsCache(mgr manager.Manager, watchNamespaces []string) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform:  slimDependent,
+		DefaultNamespaces: kit.CacheNamespaces(watchNamespaces),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the cache of chart-backed releases' objects: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the cache of chart-backed releases' objects: %w", err)
+	}
+	return c, nil
+}
+
+// slimDependent keeps of a dependent's metadata what the dependent watches
+// read: kit.SlimObjectMeta and the controller reference.
+func slimDependent(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return nil, fmt.Errorf("the cache of dependents holds metadata only, got %T", obj)
+	}
+	meta := kit.SlimObjectMeta(m.ObjectMeta)
+	meta.OwnerReferences = kit.ControllerRef(m.OwnerReferences)
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: meta}, nil
 }
 
 // setupWithManager registers the reconciler of the watch's kind. Dependent
@@ -168,17 +219,17 @@ func (r *Reconciler) isNamespaced(obj *unstructured.Unstructured) bool {
 }
 
 // watchDependent starts, once per kind, a watch that enqueues the owner of a
-// changed or deleted dependent.
+// changed or deleted dependent. It watches metadata only, from the cache of
+// dependents (NewDependentsCache): a change is all it needs to notice, and
+// restoreDependents applies from the release's record, not from the cache.
 func (r *Reconciler) watchDependent(gvk schema.GroupVersionKind) error {
 	if _, seen := r.dependents.LoadOrStore(gvk, true); seen || r.controller == nil {
 		return nil
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
 	owner := r.newObject()
 	mgr := r.mgr
-	src := source.Kind(mgr.GetCache(), obj,
-		handler.TypedEnqueueRequestForOwner[*unstructured.Unstructured](mgr.GetScheme(), mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner()),
+	src := source.Kind(r.dependentsCache, kit.MetadataOf(gvk),
+		handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](mgr.GetScheme(), mgr.GetRESTMapper(), owner, handler.OnlyControllerOwner()),
 		dependentPredicate())
 	if err := r.controller.Watch(src); err != nil {
 		r.dependents.Delete(gvk)
@@ -190,9 +241,9 @@ func (r *Reconciler) watchDependent(gvk schema.GroupVersionKind) error {
 // dependentPredicate ignores status-only updates of objects that have a
 // generation: a StatefulSet's status changes with every pod, and none of
 // those changes can be drift of what the chart rendered.
-func dependentPredicate() predicate.TypedPredicate[*unstructured.Unstructured] {
-	return predicate.TypedFuncs[*unstructured.Unstructured]{
-		UpdateFunc: func(e event.TypedUpdateEvent[*unstructured.Unstructured]) bool {
+func dependentPredicate() predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
+	return predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
 			if e.ObjectNew.GetGeneration() == 0 {
 				return e.ObjectNew.GetResourceVersion() != e.ObjectOld.GetResourceVersion()
 			}

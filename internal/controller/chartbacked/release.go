@@ -1,6 +1,7 @@
 package chartbacked
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"time"
@@ -81,14 +82,23 @@ func annotationBool(annotations map[string]string, key string, fallback bool) bo
 	return v
 }
 
-// reconcilePeriodFor is the object's reconcile-period annotation when it is
-// a valid positive duration, otherwise the watch's period.
-func reconcilePeriodFor(obj client.Object, watchPeriod time.Duration) time.Duration {
+// annotatedPeriod is the object's reconcile-period annotation, when it is a
+// valid positive duration.
+func annotatedPeriod(obj client.Object) (time.Duration, bool) {
 	d, err := time.ParseDuration(obj.GetAnnotations()[AnnotationReconcilePeriod])
-	if err != nil || d <= 0 {
-		return watchPeriod
+	return d, err == nil && d > 0
+}
+
+// periodFor is the object's reconcile-period annotation when it is a valid
+// positive duration, raised to the operator's minimum: whoever may annotate
+// the object chooses how often its release is looked at, within the floor
+// the operator sets (--min-reconcile-interval). Otherwise it is the watch's
+// period, set by whoever runs the operator, as it is.
+func (r *Reconciler) periodFor(ctx context.Context, obj client.Object) time.Duration {
+	if d, ok := annotatedPeriod(obj); ok {
+		return r.floor.Apply(ctx, obj, "metadata.annotations."+AnnotationReconcilePeriod, d)
 	}
-	return d
+	return r.Watch.ResyncPeriod()
 }
 
 // postRenderer refuses a manifest with an object outside the watch's

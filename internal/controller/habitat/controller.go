@@ -23,9 +23,9 @@ import (
 // key and the status fields about them.
 type Reconciler struct {
 	client.Client
-	// Group reads the supervisors' pods and the peer lists from a cache
-	// that holds only those: what carries a peer group label
-	// (PeerGroupSelector).
+	// Group reads the supervisors' pods, the peer lists and the chart's
+	// StatefulSets from a cache that holds only those, slimmed to what is
+	// read (newHabitatCache).
 	Group client.Reader
 	// APIReader reads Secrets uncached: only their metadata is watched, so
 	// the operator does not hold every Secret of the cluster in memory.
@@ -89,17 +89,20 @@ func step(fn func(context.Context, *habitatScope, *habitatv1.Habitat) error) kit
 }
 
 // observeStatefulSet reads the ready replicas of the chart's StatefulSet; a
-// StatefulSet the chart has not rendered yet has none.
+// StatefulSet the chart has not rendered yet has none, and so has one of
+// the Habitat's name that the Habitat does not control (someone else's).
 func (r *Reconciler) observeStatefulSet(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
 	sts := &appsv1.StatefulSet{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, sts)
+	err := r.Group.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, sts)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reading StatefulSet: %w", err)
 	}
-	sc.readyReplicas = sts.Status.ReadyReplicas
+	if controlledBy(sts, obj) {
+		sc.readyReplicas = sts.Status.ReadyReplicas
+	}
 	return nil
 }
 

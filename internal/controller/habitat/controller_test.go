@@ -35,6 +35,19 @@ const habitatTimeout = 30 * time.Second
 // status themselves.
 func startHabitatEnv(t *testing.T) client.Client {
 	t.Helper()
+	return startHabitatEnvWith(t, kit.ControllerOptions{MaxConcurrentReconciles: 2}).client
+}
+
+// habitatEnv is a running hybrid Habitat API: a client of the API server,
+// and the Go controller, whose cache tests look into.
+type habitatEnv struct {
+	client     client.Client
+	reconciler *Reconciler
+}
+
+// startHabitatEnvWith is startHabitatEnv with the controllers' options.
+func startHabitatEnvWith(t *testing.T, workers kit.ControllerOptions) habitatEnv {
+	t.Helper()
 	g := NewWithT(t)
 	root, err := testenv.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -48,13 +61,14 @@ func startHabitatEnv(t *testing.T) client.Client {
 	engine, err := helm.NewEngine(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(engine.Close) // after the manager stops, before the API server does
-	workers := kit.ControllerOptions{MaxConcurrentReconciles: 2}
 	for _, w := range list {
 		g.Expect(chartbacked.Setup(mgr, engine, w, chartbacked.Options{ControllerOptions: workers, ExtraConditions: ChartConditions})).To(Succeed())
 	}
-	g.Expect(Setup(mgr, Options{ControllerOptions: workers})).To(Succeed())
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Events: kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")}}
+	g.Expect(r.setupWithManager(mgr, Options{ControllerOptions: workers})).To(Succeed())
 	testenv.RunManager(t, mgr)
-	return env.Client
+	return habitatEnv{client: env.Client, reconciler: r}
 }
 
 func newHabitat(ns, name, ring string, count int32) *habitatv1.Habitat {

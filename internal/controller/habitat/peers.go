@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
@@ -63,33 +62,57 @@ func (r *Reconciler) reconcilePeers(ctx context.Context, sc *habitatScope, obj *
 		return nil
 	}
 	key := client.ObjectKey{Namespace: obj.Namespace, Name: PeerConfigMapName(sc.group)}
-	mutate := func(cm *corev1.ConfigMap) func() error {
-		return func() error {
-			if cm.Labels == nil {
-				cm.Labels = map[string]string{}
-			}
-			cm.Labels[PeerGroupLabel] = sc.group
-			cm.Data = map[string]string{PeerWatchFileKey: strings.Join(sc.peers, "\n")}
-			cm.OwnerReferences = owners
-			return nil
-		}
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	_, err = controllerutil.CreateOrUpdate(ctx, readingFrom{Client: r.Client, reader: r.Group}, cm, mutate(cm))
-	if apierrors.IsAlreadyExists(err) {
-		// The group cache holds only labelled peer lists
-		// (PeerGroupSelector): this one lost its label by hand. Read it
-		// from the API server and write it whole again, label included.
-		cm = &corev1.ConfigMap{}
-		if err = r.APIReader.Get(ctx, key, cm); err == nil {
-			_ = mutate(cm)()
-			err = r.Update(ctx, cm)
-		}
-	}
-	if err != nil {
+	if err := r.writePeerList(ctx, key, sc.group, sc.peers, owners); err != nil {
 		return fmt.Errorf("writing peer list %s: %w", key.Name, err)
 	}
 	return nil
+}
+
+// writePeerList writes the peer list at key when it is not as wanted. The
+// Habitat cache holds no ConfigMap's data, only the digest of a peer list's
+// (slimPeerList): an unchanged list costs no request, a changed or
+// hand-edited one is read from the API server and written whole, and a
+// missing one is created.
+func (r *Reconciler) writePeerList(ctx context.Context, key client.ObjectKey, group string, peers []string,
+	owners []metav1.OwnerReference) error {
+	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	setPeerList(want, group, peers, owners)
+	cached := &corev1.ConfigMap{}
+	err := r.Group.Get(ctx, key, cached)
+	switch {
+	case err == nil && cached.Annotations[peerListDigestAnnotation] == peerListDigest(want):
+		return nil
+	case apierrors.IsNotFound(err):
+		if err = r.Create(ctx, want); !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// The cache holds only labelled peer lists (PeerGroupSelector):
+		// this one lost its label by hand, or the cache has not seen it
+		// yet. It is updated below, label included.
+	case err != nil:
+		return err
+	}
+	live := &corev1.ConfigMap{}
+	if err := r.APIReader.Get(ctx, key, live); err != nil {
+		return err
+	}
+	if peerListDigest(live) == peerListDigest(want) {
+		return nil // the cache was behind
+	}
+	setPeerList(live, group, peers, owners)
+	return r.Update(ctx, live)
+}
+
+// setPeerList makes cm the peer list of group: its label, the pods' IPs one
+// per line, and every Habitat of the group as an owner.
+func setPeerList(cm *corev1.ConfigMap, group string, peers []string, owners []metav1.OwnerReference) {
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[PeerGroupLabel] = group
+	cm.Data = map[string]string{PeerWatchFileKey: strings.Join(peers, "\n")}
+	cm.BinaryData = nil
+	cm.OwnerReferences = owners
 }
 
 // PeerGroupSelector selects what carries a peer group label: the chart's
@@ -114,15 +137,4 @@ func (r *Reconciler) groupMembers(ctx context.Context, namespace, group string) 
 		refs = append(refs, habitatOwnerRef(h))
 	}
 	return refs, nil
-}
-
-// readingFrom is a client whose Get, the one read CreateOrUpdate makes, goes
-// to reader.
-type readingFrom struct {
-	client.Client
-	reader client.Reader
-}
-
-func (c readingFrom) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return c.reader.Get(ctx, key, obj, opts...)
 }

@@ -134,6 +134,9 @@ type Reconciler struct {
 	// repoWatch re-queues the releases a change of their HelmRepository's
 	// index concerns.
 	repoWatch *repositoryWatch
+	// floor raises the periods a release asks for (spec.interval, the
+	// strategies' retryInterval) to --min-reconcile-interval.
+	floor *kit.IntervalFloor
 }
 
 // +kubebuilder:rbac:groups=kraan.io,resources=helmreleases,verbs=get;list;watch;create;update;patch;delete

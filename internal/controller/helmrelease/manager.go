@@ -69,6 +69,7 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		runs:                  newRuns(opts.MaxConcurrentReconciles, opts.runGracePeriod()),
 		written:               newWriteLog(),
 	}
+	r.floor = opts.IntervalFloor()
 	r.pacer = pace.New(pace.Options{Max: opts.MaxConcurrentRollouts, OnTurn: r.runs.requeue})
 	r.runs.observeRun = r.observeRun
 	if err := mgr.Add(r.runs.lifecycle); err != nil {
@@ -81,6 +82,7 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		}
 		r.Charts = charts
 		r.repoWatch = newRepositoryWatch(charts)
+		r.repoWatch.minInterval = opts.MinReconcileInterval
 		if err := mgr.Add(kit.Every(repoWatchTick, r.repoWatch.checkDue)); err != nil {
 			return fmt.Errorf("adding the watcher of HelmRepository indexes: %w", err)
 		}

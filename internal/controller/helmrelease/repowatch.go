@@ -35,6 +35,9 @@ const (
 // resolves as before are not touched.
 type repositoryWatch struct {
 	charts *releasespec.SourceCharts
+	// minInterval raises a repository's spec.interval, as every period an
+	// object asks for (--min-reconcile-interval).
+	minInterval time.Duration
 	// events re-queue releases through the controller's channel source.
 	events chan event.GenericEvent
 
@@ -212,7 +215,7 @@ func (s *repositoryWatch) revision(ctx context.Context, key types.NamespacedName
 	if interval == 0 {
 		interval = defaultIndexInterval
 	}
-	interval = max(interval, minIndexInterval)
+	interval = max(interval, minIndexInterval, s.minInterval)
 	if err != nil {
 		return "unreadable", interval, nil, err
 	}

@@ -312,7 +312,7 @@ func (r *Reconciler) startRun(ctx context.Context, sc *releaseScope) {
 		StorageEmpty: known && latest == nil,
 		Target:       sc.target,
 		Desired:      sc.desired,
-		Spec:         hr.Spec.DeepCopy(),
+		Spec:         r.withRetryFloor(ctx, hr, hr.Spec.DeepCopy()),
 		Failures:     failures,
 		Force:        force,
 		Redactor:     &redactor,

@@ -119,7 +119,7 @@ func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Resu
 	case sc.suspended || !res.IsZero():
 		return res, nil
 	}
-	return ctrl.Result{RequeueAfter: requeueInterval(hr)}, nil
+	return ctrl.Result{RequeueAfter: r.periodicRequeue(ctx, hr)}, nil
 }
 
 // writeStatus writes the status a reconcile ends with, and counts the

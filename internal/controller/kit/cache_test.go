@@ -2,6 +2,8 @@ package kit_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +66,48 @@ func TestNewSelectedMetadataCache_HoldsOnlyTheSelected(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(names(g, selectedCache, true)).To(ConsistOf("values"))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// Labels are kept as they are up to MaxCachedLabelBytes; an object carrying
+// more keeps only those the operator's selectors read, within the bound.
+func TestBoundLabels(t *testing.T) {
+	g := NewWithT(t)
+	ordinary := map[string]string{"owner": "helm", "name": "r", "app": "x"}
+	g.Expect(kit.BoundLabels(ordinary)).To(Equal(ordinary))
+
+	stuffed := map[string]string{"owner": "helm", "name": "r", "version": "3", "habitat.kraan.io/ring": "ring.a"}
+	for i := range 20000 {
+		stuffed[fmt.Sprintf("junk-%05d", i)] = strings.Repeat("x", 63)
+		stuffed[fmt.Sprintf("j%05d.kraan.io/junk", i)] = strings.Repeat("y", 63) // a read prefix, in bulk
+	}
+	got := kit.BoundLabels(stuffed)
+	size := 0
+	for k, v := range got {
+		size += len(k) + len(v)
+	}
+	g.Expect(size).To(BeNumerically("<=", kit.MaxCachedLabelBytes))
+	g.Expect(got).To(HaveKeyWithValue("owner", "helm"))
+	g.Expect(got).To(HaveKeyWithValue("name", "r"))
+	g.Expect(got).To(HaveKeyWithValue("version", "3"))
+	g.Expect(got).To(HaveKeyWithValue("habitat.kraan.io/ring", "ring.a"))
+	g.Expect(got).NotTo(HaveKey("junk-00000"))
+}
+
+func TestSlimMetadata_BoundsLabels(t *testing.T) {
+	g := NewWithT(t)
+	labels := map[string]string{"owner": "helm"}
+	for i := range 1000 {
+		labels[fmt.Sprintf("junk-%04d", i)] = strings.Repeat("x", 63)
+	}
+	out, err := kit.SlimMetadata(nil)(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: labels}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*metav1.PartialObjectMetadata).Labels).To(Equal(map[string]string{"owner": "helm"}))
+}
+
+func TestControllerRef(t *testing.T) {
+	g := NewWithT(t)
+	yes, no := true, false
+	refs := []metav1.OwnerReference{{Name: "a"}, {Name: "b", Controller: &no}, {Name: "c", Controller: &yes}}
+	g.Expect(kit.ControllerRef(refs)).To(Equal([]metav1.OwnerReference{refs[2]}))
+	g.Expect(kit.ControllerRef(refs[:2])).To(BeEmpty())
 }

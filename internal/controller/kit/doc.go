@@ -12,5 +12,8 @@
 //   - Patcher writes status as a merge patch against what was last written, at
 //     the end of a reconcile and before long actions (progress);
 //   - Events records events whose reasons equal the condition reasons, and
-//     Register shares metric series between managers of one process.
+//     Register shares metric series between managers of one process;
+//   - IntervalFloor raises the periods objects ask to be reconciled at to
+//     --min-reconcile-interval, and SlimObjectMeta is what every cache keeps
+//     of the metadata of an object the operator did not create.
 package kit

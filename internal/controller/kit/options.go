@@ -23,6 +23,15 @@ type ControllerOptions struct {
 	// transient failure; zero takes the defaults above.
 	MinRetryDelay time.Duration
 	MaxRetryDelay time.Duration
+	// MinReconcileInterval is the shortest period an object may ask to be
+	// reconciled at (--min-reconcile-interval, see IntervalFloor); zero
+	// keeps every period as asked.
+	MinReconcileInterval time.Duration
+}
+
+// IntervalFloor returns the floor of the periods objects ask for.
+func (o ControllerOptions) IntervalFloor() *IntervalFloor {
+	return NewIntervalFloor(o.MinReconcileInterval)
 }
 
 // Controller returns controller-runtime's options: the workers, and a rate
