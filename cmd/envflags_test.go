@@ -39,6 +39,8 @@ func TestParseOptions_FlagsFromEnvironment(t *testing.T) {
 		"KRAAN_DEFAULT_SERVICE_ACCOUNT": "tenant",                        // string
 		"KRAAN_REQUEUE_DEPENDENCY":      "45s",                           // duration
 		"KRAAN_MAX_CHART_SIZE":          "512Ki",                         // byte size
+		"KRAAN_MAX_CHART_FILES":         "300",                           // a cap's count
+		"KRAAN_MAX_ARTIFACT_FILE_SIZE":  "1Mi",                           // an artifact cap
 		"KRAAN_FEATURE_GATES":           "UseHelm3Defaults=true",         // feature gates
 		"KRAAN_WATCH_LABEL_SELECTOR":    "sharding.fluxcd.io/key=shard1", // selector
 		"CONCURRENT":                    "7",                             // no prefix: not ours
@@ -49,10 +51,13 @@ func TestParseOptions_FlagsFromEnvironment(t *testing.T) {
 	g.Expect(opts.defaultServiceAccount).To(Equal("tenant"))
 	g.Expect(opts.requeueDependency).To(Equal(45 * time.Second))
 	g.Expect(opts.chartFetch.MaxChartSize).To(Equal(int64(512 << 10)))
+	g.Expect(opts.chartFetch.MaxChartFiles).To(Equal(300))
+	g.Expect(opts.artifactLimits.MaxFileBytes).To(Equal(int64(1 << 20)))
 	g.Expect(opts.helmDefaults.UseHelm3).To(BeTrue())
 	g.Expect(opts.watchLabelSelector).To(Equal("sharding.fluxcd.io/key=shard1"))
 	g.Expect(opts.fromEnv).To(Equal([]string{
-		"KRAAN_CONCURRENT", "KRAAN_DEFAULT_SERVICE_ACCOUNT", "KRAAN_FEATURE_GATES", "KRAAN_MAX_CHART_SIZE",
+		"KRAAN_CONCURRENT", "KRAAN_DEFAULT_SERVICE_ACCOUNT", "KRAAN_FEATURE_GATES", "KRAAN_MAX_ARTIFACT_FILE_SIZE",
+		"KRAAN_MAX_CHART_FILES", "KRAAN_MAX_CHART_SIZE",
 		"KRAAN_NO_CROSS_NAMESPACE_REFS", "KRAAN_REQUEUE_DEPENDENCY", "KRAAN_WATCH_LABEL_SELECTOR",
 	}))
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/source"
 	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
@@ -40,7 +41,9 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 		"chart-cache-size", "concurrent", "data-path", "default-service-account", "default-source-namespace",
 		"feature-gates", "graceful-shutdown-timeout", "health-probe-bind-address", "helm-run-grace-period", "index-cache-size", "kubeconfig", "leader-elect",
 		"leader-election-lease-duration", "leader-election-namespace", "leader-election-renew-deadline",
-		"leader-election-retry-period", "log-format", "log-level", "max-chart-size", "max-concurrent-rollouts", "max-index-size",
+		"leader-election-retry-period", "log-format", "log-level", "max-artifact-file-size", "max-artifact-files",
+		"max-artifact-size", "max-chart-decompressed-size", "max-chart-file-size", "max-chart-files", "max-chart-size",
+		"max-concurrent-rollouts", "max-index-size",
 		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-retry-delay", "metrics-bind-address",
 		"metrics-cert-dir", "metrics-secure", "min-reconcile-interval", "min-retry-delay", "no-cross-namespace-refs", "pprof-bind-address",
 		"release-record-key-namespace", "release-record-key-secret", "requeue-dependency", "source-host-override",
@@ -55,15 +58,29 @@ func TestParseOptions_ChartFetchCaps(t *testing.T) {
 	g.Expect(opts.chartFetch).To(Equal(chart.Options{
 		MaxIndexSize: 50 << 20, MaxChartSize: 10 << 20, MaxManifestSize: 2 << 20, MaxTags: 10000, MaxTagPages: 100,
 		MaxCacheBytes: 128 << 20, MaxIndexCacheBytes: 64 << 20,
+		MaxDecompressedChartSize: 16 << 20, MaxChartFileSize: 5 << 20, MaxChartFiles: 5000,
 	}))
 
 	opts, err = parseOptions([]string{"--max-chart-size=512Ki", "--max-index-size=1M", "--chart-cache-size=1Gi",
-		"--max-oci-tags=50", "--max-oci-tag-pages=2", "--max-oci-manifest-size=4096", "--index-cache-size=8Mi"}, io.Discard)
+		"--max-oci-tags=50", "--max-oci-tag-pages=2", "--max-oci-manifest-size=4096", "--index-cache-size=8Mi",
+		"--max-chart-decompressed-size=64Mi", "--max-chart-file-size=1Mi", "--max-chart-files=300"}, io.Discard)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(opts.chartFetch).To(Equal(chart.Options{
 		MaxIndexSize: 1000000, MaxChartSize: 512 << 10, MaxManifestSize: 4096, MaxTags: 50, MaxTagPages: 2,
 		MaxCacheBytes: 1 << 30, MaxIndexCacheBytes: 8 << 20,
+		MaxDecompressedChartSize: 64 << 20, MaxChartFileSize: 1 << 20, MaxChartFiles: 300,
 	}))
+}
+
+func TestParseOptions_ArtifactLimits(t *testing.T) {
+	g := NewWithT(t)
+	opts, err := parseOptions(nil, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.artifactLimits).To(Equal(source.Options{MaxUntarBytes: 100 << 20, MaxFileBytes: 16 << 20, MaxFiles: 20000}))
+
+	opts, err = parseOptions([]string{"--max-artifact-size=1Gi", "--max-artifact-file-size=64Mi", "--max-artifact-files=100"}, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.artifactLimits).To(Equal(source.Options{MaxUntarBytes: 1 << 30, MaxFileBytes: 64 << 20, MaxFiles: 100}))
 }
 
 // TestParseOptions_RecordKeySecret: the record key lives in the namespace
@@ -121,6 +138,8 @@ func TestRun_BadFlags_ExitWithUsageError(t *testing.T) {
 		{"--watch-label-selector=sharding.fluxcd.io/key in (a"},
 		{"--max-chart-size=0"}, {"--max-chart-size=ten"}, {"--max-oci-manifest-size=-1Mi"},
 		{"--max-oci-tags=0"}, {"--max-oci-tag-pages=0"},
+		{"--max-chart-decompressed-size=0"}, {"--max-chart-file-size=-1"}, {"--max-chart-files=0"},
+		{"--max-artifact-size=0"}, {"--max-artifact-file-size=big"}, {"--max-artifact-files=-5"},
 		{"--metrics-cert-dir=/nonexistent"}, // would silently serve a self-signed certificate
 		{"--metrics-cert-dir=.", "--metrics-secure=false"},
 		{"--helm-run-grace-period=-1s"},

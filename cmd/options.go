@@ -22,6 +22,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/operator"
 	"github.com/kraan-io/kraan-operator/internal/pace"
+	"github.com/kraan-io/kraan-operator/internal/source"
 )
 
 // options are the operator's command-line flags. They live on a FlagSet of
@@ -64,6 +65,9 @@ type options struct {
 	// chartFetch are the caps on what chart repositories and registries may
 	// send, and the sizes of the caches of what they sent.
 	chartFetch chart.Options
+	// artifactLimits bound what a Flux source artifact may extract to
+	// (MaxUntarBytes, MaxFileBytes, MaxFiles; the rest is unset).
+	artifactLimits source.Options
 	// helmDefaults are the defaults of the fields Flux v1.5/v1.6 added,
 	// switched to Helm 3's by --feature-gates=UseHelm3Defaults=true.
 	helmDefaults defaults.Defaults
@@ -157,6 +161,7 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 		"Comma-separated Name=true|false feature gates, as Flux's: UseHelm3Defaults=true gives HelmReleases Helm 3's "+
 			"behaviour where a field is unset (client-side apply on install, legacy waits, no post-rendering of hooks).")
 	addChartFetchFlags(fs, &opts.chartFetch)
+	addArtifactFlags(fs, &opts.artifactLimits)
 	return fs
 }
 
@@ -167,10 +172,18 @@ func addChartFetchFlags(fs *flag.FlagSet, o *chart.Options) {
 	o.MaxIndexSize, o.MaxChartSize, o.MaxManifestSize = chart.DefaultMaxIndexSize, chart.DefaultMaxChartSize, chart.DefaultMaxManifestSize
 	o.MaxCacheBytes, o.MaxIndexCacheBytes = chart.DefaultMaxCacheBytes, chart.DefaultMaxIndexCacheBytes
 	o.MaxTags, o.MaxTagPages = chart.DefaultMaxTags, chart.DefaultMaxTagPages
+	o.MaxDecompressedChartSize, o.MaxChartFileSize = chart.DefaultMaxDecompressedChartSize, chart.DefaultMaxChartFileSize
 	fs.Var(byteSize{&o.MaxIndexSize}, flagName(chart.FlagMaxIndexSize),
 		"Largest Helm repository index.yaml accepted.")
 	fs.Var(byteSize{&o.MaxChartSize}, flagName(chart.FlagMaxChartSize),
 		"Largest chart archive or OCI chart layer accepted, checked against the declared size before downloading and while reading.")
+	fs.Var(byteSize{&o.MaxDecompressedChartSize}, flagName(chart.FlagMaxDecompressedChartSize),
+		"Most a chart may expand to, packaged subcharts included, measured before Helm loads it: what gzip inflates, and the files' sizes summed. "+
+			"Helm's loader refuses more than 100Mi whatever this says.")
+	fs.Var(byteSize{&o.MaxChartFileSize}, flagName(chart.FlagMaxChartFileSize),
+		"Largest file of a chart, and largest values file read from a source artifact.")
+	fs.IntVar(&o.MaxChartFiles, flagName(chart.FlagMaxChartFiles), chart.DefaultMaxChartFiles,
+		"Most files and directories in a chart, packaged subcharts included.")
 	fs.Var(byteSize{&o.MaxManifestSize}, flagName(chart.FlagMaxManifestSize),
 		"Largest OCI manifest, and page of an OCI tag list, accepted.")
 	fs.IntVar(&o.MaxTags, flagName(chart.FlagMaxTags), chart.DefaultMaxTags,
@@ -180,7 +193,20 @@ func addChartFetchFlags(fs *flag.FlagSet, o *chart.Options) {
 	fs.Var(byteSize{&o.MaxCacheBytes}, flagName(chart.FlagChartCacheSize),
 		"Memory kept for downloaded chart archives, shared only within one repository and set of credentials.")
 	fs.Var(byteSize{&o.MaxIndexCacheBytes}, flagName(chart.FlagIndexCacheSize),
-		"Memory kept for Helm repository indexes (as downloaded), and again for OCI tag lists.")
+		"Memory kept for Helm repository indexes (what they hold: each chart's versions, URLs and digests), and again for OCI tag lists.")
+}
+
+// addArtifactFlags declares what a Flux source artifact (of an AddonsLayer,
+// or of a HelmRelease's chart) may extract to; the download itself may be at
+// most --max-artifact-size too.
+func addArtifactFlags(fs *flag.FlagSet, o *source.Options) {
+	o.MaxUntarBytes, o.MaxFileBytes = source.DefaultMaxUntarBytes, source.DefaultMaxFileBytes
+	fs.Var(byteSize{&o.MaxUntarBytes}, flagName(source.FlagMaxArtifactSize),
+		"Most a source artifact may extract to, its files' sizes summed; also the largest artifact downloaded.")
+	fs.Var(byteSize{&o.MaxFileBytes}, flagName(source.FlagMaxArtifactFileSize),
+		"Largest file extracted from a source artifact.")
+	fs.IntVar(&o.MaxFiles, flagName(source.FlagMaxArtifactFiles), source.DefaultMaxFiles,
+		"Most files, directories and links in a source artifact.")
 }
 
 // flagName is a flag's name without its leading dashes.
@@ -252,6 +278,10 @@ func (o *options) check() error {
 	if o.chartFetch.MaxTags < 1 || o.chartFetch.MaxTagPages < 1 {
 		return fmt.Errorf("%s and %s must be at least 1, got %d and %d", chart.FlagMaxTags, chart.FlagMaxTagPages,
 			o.chartFetch.MaxTags, o.chartFetch.MaxTagPages)
+	}
+	if o.chartFetch.MaxChartFiles < 1 || o.artifactLimits.MaxFiles < 1 {
+		return fmt.Errorf("%s and %s must be at least 1, got %d and %d", chart.FlagMaxChartFiles, source.FlagMaxArtifactFiles,
+			o.chartFetch.MaxChartFiles, o.artifactLimits.MaxFiles)
 	}
 	if o.concurrent < 1 {
 		return fmt.Errorf("--concurrent must be at least 1, got %d", o.concurrent)

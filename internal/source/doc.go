@@ -26,7 +26,8 @@
 // so artifacts produced by Flux never contain them; a hand-made artifact
 // with a link loses the link instead of failing or exposing files outside
 // the tree. Writes go through an os.Root as a second line of defence.
-// Uncompressed size and entry count are limited (TooLargeError).
+// The files' summed and single sizes, the entry count and the decompressed
+// stream are limited (TooLargeError, naming the operator flag to raise).
 //
 // ResolvePath maps a consumer's path ("./addons/base", "charts/podinfo")
 // inside a fetched directory, refusing paths that leave it.

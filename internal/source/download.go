@@ -113,7 +113,8 @@ func (s *Store) extract(archive string, d digest) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	skipped, err := untar(f, tmp, limits{maxBytes: s.opts.MaxUntarBytes, maxFiles: int64(s.opts.MaxFiles)})
+	skipped, err := untar(f, tmp, limits{maxBytes: s.opts.MaxUntarBytes, maxFiles: int64(s.opts.MaxFiles),
+		maxFileBytes: s.opts.MaxFileBytes})
 	_ = f.Close()
 	if err != nil {
 		return nil, err

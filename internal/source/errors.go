@@ -54,7 +54,17 @@ const (
 	LimitUntarBytes Limit = "uncompressed size"
 	// LimitFiles is Options.MaxFiles (number of archive entries).
 	LimitFiles Limit = "entry count"
+	// LimitFileBytes is Options.MaxFileBytes (size of one file).
+	LimitFileBytes Limit = "file size"
 )
+
+// limitFlags are the operator flags that set each limit.
+var limitFlags = map[Limit]string{
+	LimitDownloadBytes: FlagMaxArtifactSize, // the download's limit follows the uncompressed one
+	LimitUntarBytes:    FlagMaxArtifactSize,
+	LimitFiles:         FlagMaxArtifactFiles,
+	LimitFileBytes:     FlagMaxArtifactFileSize,
+}
 
 // TooLargeError means an artifact exceeds one of the Store's limits. It is
 // terminal for that artifact: raise the limit or shrink the source.
@@ -63,11 +73,17 @@ type TooLargeError struct {
 	Limit Limit
 	// Max is the configured value (bytes or entries).
 	Max int64
+	// Entry names the file over LimitFileBytes; empty for other limits.
+	Entry string
 }
 
 // Error implements error.
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("artifact exceeds the %s limit of %d", e.Limit, e.Max)
+	what := "artifact"
+	if e.Entry != "" {
+		what = fmt.Sprintf("artifact file %q", e.Entry)
+	}
+	return fmt.Sprintf("%s exceeds the %s limit of %d (%s)", what, e.Limit, e.Max, limitFlags[e.Limit])
 }
 
 // HTTPError is a download answered with a status other than 200 OK. A 404

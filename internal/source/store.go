@@ -26,6 +26,20 @@ const (
 	// DefaultMaxFiles bounds inode usage by archives of many tiny files; far
 	// above what an add-on repository or a chart holds.
 	DefaultMaxFiles = 20000
+	// DefaultMaxFileBytes bounds each extracted file. What consumers read
+	// from an artifact they read a file at a time and whole (a manifest, a
+	// values file), so one file is what one read may cost them; add-on
+	// repositories hold manifests, the largest of which (CRD bundles) are a
+	// few MiB, and Git hosts warn about files from 50 MiB.
+	DefaultMaxFileBytes int64 = 16 << 20
+)
+
+// Flags of the operator that set Options' limits; a TooLargeError names the
+// one to raise.
+const (
+	FlagMaxArtifactSize     = "--max-artifact-size"
+	FlagMaxArtifactFileSize = "--max-artifact-file-size"
+	FlagMaxArtifactFiles    = "--max-artifact-files"
 	// DefaultGCMinAge is how long a directory stays protected from GC after a
 	// Fetch returned it: longer than any reconcile reads its tree.
 	DefaultGCMinAge = 10 * time.Minute
@@ -52,6 +66,9 @@ type Options struct {
 	// MaxFiles bounds the number of archive entries; default
 	// DefaultMaxFiles.
 	MaxFiles int
+	// MaxFileBytes bounds each extracted file; default DefaultMaxFileBytes,
+	// and at most MaxUntarBytes.
+	MaxFileBytes int64
 	// GCMinAge protects a directory from GC for this long after a Fetch
 	// returned it; default DefaultGCMinAge.
 	GCMinAge time.Duration
@@ -117,6 +134,10 @@ func withDefaults(o Options) Options {
 	if o.MaxFiles <= 0 {
 		o.MaxFiles = DefaultMaxFiles
 	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
+	o.MaxFileBytes = min(o.MaxFileBytes, o.MaxUntarBytes)
 	if o.GCMinAge <= 0 {
 		o.GCMinAge = DefaultGCMinAge
 	}

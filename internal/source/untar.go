@@ -14,8 +14,22 @@ import (
 
 // limits bounds what one extraction may create.
 type limits struct {
-	maxBytes int64 // sum of regular file sizes
-	maxFiles int64 // number of archive entries
+	maxBytes     int64 // sum of regular file sizes
+	maxFiles     int64 // number of archive entries
+	maxFileBytes int64 // size of one regular file
+}
+
+// tarOverheadPerEntry is what the tar stream may carry per entry besides
+// file data: a 512-byte header, up to 511 bytes of padding, and an extended
+// header for a long name. It bounds the decompressed stream with maxBytes.
+const tarOverheadPerEntry = 2 << 10
+
+// streamLimit bounds what gzip may inflate for one extraction: the files,
+// and each entry's headers and padding. Without it an archive of entries
+// with huge extended headers (up to 1 MiB each, which archive/tar reads
+// and drops) would be decompressed in full, at the price of CPU.
+func (l limits) streamLimit() int64 {
+	return l.maxBytes + (l.maxFiles+1)*tarOverheadPerEntry
 }
 
 // extractor holds the state of one extraction.
@@ -25,6 +39,30 @@ type extractor struct {
 	bytes   int64
 	entries int64
 	skipped []string // links not created, reported by the caller
+}
+
+// errStreamLimit stops the decompressor at limits.streamLimit.
+var errStreamLimit = errors.New("decompressed stream limit reached")
+
+// cappedReader fails once more than max bytes have been read through it.
+type cappedReader struct {
+	r    io.Reader
+	n    int64
+	max  int64
+	over bool
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if left := c.max - c.n + 1; int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.n > c.max {
+		c.over = true
+		return n, errStreamLimit
+	}
+	return n, err
 }
 
 // untar extracts the gzip-compressed tarball r into dir, which must exist.
@@ -42,17 +80,26 @@ func untar(r io.Reader, dir string, lim limits) ([]string, error) {
 	}
 	defer func() { _ = root.Close() }()
 
+	if lim.maxFileBytes <= 0 {
+		lim.maxFileBytes = lim.maxBytes
+	}
 	x := &extractor{root: root, lim: lim}
-	tr := tar.NewReader(zr)
+	stream := &cappedReader{r: zr, max: lim.streamLimit()}
+	tr := tar.NewReader(stream)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			return x.skipped, nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("reading tarball: %w", err)
+		if err == nil {
+			err = x.entry(hdr, tr)
 		}
-		if err := x.entry(hdr, tr); err != nil {
+		switch {
+		case stream.over:
+			return nil, &TooLargeError{Limit: LimitUntarBytes, Max: lim.maxBytes}
+		case err != nil && hdr == nil:
+			return nil, fmt.Errorf("reading tarball: %w", err)
+		case err != nil:
 			return nil, err
 		}
 	}
@@ -87,9 +134,12 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 	}
 }
 
-// file writes one regular file, counting its size against the limit before
+// file writes one regular file, counting its size against the limits before
 // writing anything, so an oversized entry never reaches the disk.
 func (x *extractor) file(name string, hdr *tar.Header, r io.Reader) error {
+	if hdr.Size > x.lim.maxFileBytes {
+		return &TooLargeError{Limit: LimitFileBytes, Max: x.lim.maxFileBytes, Entry: hdr.Name}
+	}
 	x.bytes += hdr.Size
 	if x.bytes > x.lim.maxBytes {
 		return &TooLargeError{Limit: LimitUntarBytes, Max: x.lim.maxBytes}

@@ -27,8 +27,15 @@ const artifactSource = "the source artifact"
 // symlinks, and a tenant's repository must not read the operator's files.
 // Dependencies are never downloaded: a declared one missing from charts/ is a
 // MissingDependencyError, and one whose version differs from Chart.lock a
-// DependencyMismatchError.
+// DependencyMismatchError. The chart must fit the default caps on what a chart
+// expands to (Options); a Fetcher applies its own.
 func LoadDir(root, chartPath string) (*Result, error) {
+	return loadDir(root, chartPath, Options{}.withDefaults().expansionLimits())
+}
+
+// loadDir is LoadDir with the caps lim, checked before Helm's loader reads a
+// file.
+func loadDir(root, chartPath string, lim expansionLimits) (*Result, error) {
 	dir, err := securejoin.SecureJoin(root, chartPath)
 	if err != nil {
 		return nil, fmt.Errorf("chart path %s: %w", chartPath, err)
@@ -42,6 +49,9 @@ func LoadDir(root, chartPath string) (*Result, error) {
 	}
 	if err := checkLinks(root, dir); err != nil {
 		return nil, fmt.Errorf("chart %s: %w", chartPath, err)
+	}
+	if err := newExpansion(lim, fmt.Sprintf("chart %s in %s", chartPath, artifactSource)).checkDir(dir); err != nil {
+		return nil, err
 	}
 	ch, err := loader.LoadDir(dir)
 	if err != nil {

@@ -27,7 +27,14 @@
 // archives, OCI manifests, layers, tag lists and every other registry answer
 // have caps (Options), checked against the declared size before downloading
 // and enforced again while reading, so a lying server costs at most the cap.
-// A LimitError names the cap's operator flag.
+// A LimitError names the cap's operator flag. What a chart expands to is
+// capped too (expand.go): an archive or layer is measured by streaming it,
+// packaged subcharts expanded, before it is cached, and a chart directory
+// before each load, so Helm's loader only ever reads charts within the caps.
+// An index keeps only what resolving and downloading a version needs, and is
+// parsed a batch of entries at a time (index.go, indexyaml.go), so neither
+// its peak nor its resident memory follows what its publisher put in it; the
+// index cache counts what indexes hold.
 //
 // Errors a user can act on are typed (ChartNotFoundError,
 // VersionNotFoundError, AuthError, …) so the controller can tell them apart;

@@ -28,17 +28,39 @@ const (
 	// DefaultMaxCacheBytes bounds the chart archives kept: a few hundred
 	// typical charts (tens of KiB each), or a dozen of the largest allowed.
 	DefaultMaxCacheBytes = 128 << 20
-	// DefaultMaxIndexCacheBytes bounds the indexes kept, counted as
-	// downloaded: one of the largest allowed, or dozens of common ones.
+	// DefaultMaxIndexCacheBytes bounds the indexes kept, counted by what they
+	// hold (a chart's versions, URLs and digests; not descriptions and the
+	// like, which are read past): a few hundred repositories of common size.
 	DefaultMaxIndexCacheBytes = 64 << 20
 	// DefaultMaxIndexSize is Flux source-controller's MaxIndexSize: the
 	// largest public indexes (Bitnami's before it moved to OCI) were ~20 MiB.
 	DefaultMaxIndexSize = 50 << 20
 	// DefaultMaxChartSize is Flux source-controller's MaxChartSize, for an
-	// HTTP archive and an OCI chart layer alike. Helm's loader separately
-	// refuses a chart that decompresses to more than 100 MiB
-	// (loader.MaxDecompressedChartSize).
+	// HTTP archive and an OCI chart layer alike. What the archive expands to
+	// is bounded by the three caps below.
 	DefaultMaxChartSize = 10 << 20
+	// DefaultMaxDecompressedChartSize bounds what a chart expands to, its
+	// packaged subcharts included. A loaded chart is held whole by each Helm
+	// action on it and copied into every release record, so what a tenant
+	// may make the operator hold is this times the releases in flight: at
+	// 16 MiB, the --concurrent default of 4 reconciles holding a chart each
+	// (plus the engine's copy) stays well inside a 512 MiB container, while
+	// charts in common use decompress to a few MiB at most (the largest,
+	// with many CRDs or dashboards, to under 10 MiB). Helm's own loader
+	// refuses 100 MiB (archive.MaxDecompressedChartSize), the only bound
+	// there was.
+	DefaultMaxDecompressedChartSize = 16 << 20
+	// DefaultMaxChartFileSize bounds each file of a chart, and each values
+	// file read from a source artifact: Helm 3 enforced 5 MiB per file
+	// (MaxDecompressedFileSize) until Helm 4 dropped it; the largest files in
+	// real charts, CRDs, are around 1 MiB.
+	DefaultMaxChartFileSize = 5 << 20
+	// DefaultMaxChartFiles bounds a chart's files and directories, which the
+	// byte caps do not (an archive of empty files), while each costs the
+	// loader an allocation and Helm a template parse. Charts have tens to
+	// hundreds of files; umbrella charts vendoring many subcharts, a couple
+	// of thousand.
+	DefaultMaxChartFiles = 5000
 	// DefaultMaxManifestSize bounds an OCI manifest, and each page of a tag
 	// list: a Helm chart's manifest is under 1 KiB, and 10,000 tags of
 	// 128 characters fit in 1.3 MiB. oras-go's own default is 4 MiB.
@@ -70,14 +92,24 @@ type Options struct {
 	MaxIndexes int
 	// MaxCacheBytes bounds the summed size of the chart archives kept.
 	MaxCacheBytes int64
-	// MaxIndexCacheBytes bounds the summed size of the indexes kept, as
-	// downloaded, and separately of the tag lists kept.
+	// MaxIndexCacheBytes bounds the summed size of the indexes kept, as they
+	// are held in memory, and separately of the tag lists kept.
 	MaxIndexCacheBytes int64
 	// MaxIndexSize is the largest index.yaml accepted, in bytes.
 	MaxIndexSize int64
 	// MaxChartSize is the largest chart archive or OCI chart layer accepted,
 	// in bytes.
 	MaxChartSize int64
+	// MaxDecompressedChartSize bounds what a chart expands to, in bytes: the
+	// tar streams gzip inflates (packaged subcharts included) and the files'
+	// sizes summed; for a chart directory, its files' sizes.
+	MaxDecompressedChartSize int64
+	// MaxChartFileSize bounds each file of a chart, and each values file of
+	// a source artifact, in bytes.
+	MaxChartFileSize int64
+	// MaxChartFiles bounds the files and directories of a chart, packaged
+	// subcharts included.
+	MaxChartFiles int
 	// MaxManifestSize is the largest OCI manifest, and page of a tag list,
 	// accepted, in bytes.
 	MaxManifestSize int64
@@ -96,6 +128,9 @@ func (o Options) withDefaults() Options {
 	o.MaxIndexCacheBytes = orDefault(o.MaxIndexCacheBytes, DefaultMaxIndexCacheBytes)
 	o.MaxIndexSize = orDefault(o.MaxIndexSize, DefaultMaxIndexSize)
 	o.MaxChartSize = orDefault(o.MaxChartSize, DefaultMaxChartSize)
+	o.MaxDecompressedChartSize = orDefault(o.MaxDecompressedChartSize, DefaultMaxDecompressedChartSize)
+	o.MaxChartFileSize = orDefault(o.MaxChartFileSize, DefaultMaxChartFileSize)
+	o.MaxChartFiles = orDefault(o.MaxChartFiles, DefaultMaxChartFiles)
 	o.MaxManifestSize = orDefault(o.MaxManifestSize, DefaultMaxManifestSize)
 	o.MaxTags = orDefault(o.MaxTags, DefaultMaxTags)
 	o.MaxTagPages = orDefault(o.MaxTagPages, DefaultMaxTagPages)
@@ -204,7 +239,8 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 	if req.Repository != nil {
 		values, err = MergeValuesFiles(res.Chart, req.ValuesFiles, req.IgnoreMissingValuesFiles)
 	} else {
-		values, err = MergeArtifactValuesFiles(req.ArtifactDir, res.Chart, req.ValuesFiles, req.IgnoreMissingValuesFiles)
+		values, err = mergeArtifactValuesFiles(req.ArtifactDir, res.Chart, req.ValuesFiles, req.IgnoreMissingValuesFiles,
+			f.opts.MaxChartFileSize)
 	}
 	if err != nil {
 		return nil, err
@@ -226,7 +262,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
 		}
 		return f.fetchHTTP(ctx, req.Repository, req.Chart, req.Version)
 	case req.ArtifactDir != "":
-		return LoadDir(req.ArtifactDir, req.Chart)
+		return loadDir(req.ArtifactDir, req.Chart, f.opts.expansionLimits())
 	default:
 		return nil, errors.New("request names neither a repository nor an artifact directory")
 	}
@@ -305,6 +341,12 @@ func newTransport(cfg *tls.Config) *http.Transport {
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       cfg,
 	}
+}
+
+// checkArchive measures what a downloaded archive expands to before it is
+// cached, so that only archives within the caps are ever loaded.
+func (f *Fetcher) checkArchive(data []byte, what string) error {
+	return newExpansion(f.opts.expansionLimits(), what).checkArchive(data)
 }
 
 // resultFromArchive loads a downloaded archive and checks its dependencies

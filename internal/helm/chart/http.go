@@ -18,13 +18,14 @@ const userAgent = "kraan-operator"
 // indexEntry is a parsed index and what revalidating it needs. Entries are
 // replaced, never changed, so readers need no lock.
 type indexEntry struct {
-	index        *repo.IndexFile
+	index        *index
 	etag         string
 	lastModified string
 	checked      time.Time
 	// digest identifies the index's content: "sha256:<hex>" of the bytes.
 	digest string
-	// size is the index's size as downloaded: its cost in the cache.
+	// size estimates the memory the entry holds (index.size, not the size
+	// downloaded): its cost in the cache.
 	size int64
 }
 
@@ -40,7 +41,7 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, r *Repository, name, constraint
 		return nil, err
 	}
 	// The first URL is the one Helm downloads; the others are mirrors.
-	chartURL, err := repo.ResolveReferenceURL(r.URL, cv.URLs[0])
+	chartURL, err := repo.ResolveReferenceURL(r.URL, cv.URL)
 	if err != nil {
 		return nil, &InvalidIndexError{URL: r.indexURL(), Err: err}
 	}
@@ -129,19 +130,19 @@ func (f *Fetcher) refreshIndex(ctx context.Context, r *Repository, key string) (
 	if err != nil {
 		return nil, err
 	}
-	index, err := parseIndex(data)
+	idx, err := parseIndex(data)
 	if err != nil {
 		return nil, &InvalidIndexError{URL: url, Err: err}
 	}
 	sum := sha256.Sum256(data)
 	e := &indexEntry{
 		digest:       "sha256:" + hex.EncodeToString(sum[:]),
-		index:        index,
+		index:        idx,
 		etag:         resp.Header.Get("ETag"),
 		lastModified: resp.Header.Get("Last-Modified"),
 		checked:      f.now(),
-		size:         int64(len(data)),
 	}
+	e.size = idx.size + int64(len(e.digest)+len(e.etag)+len(e.lastModified)+len(url))
 	f.indexes.add(key, e, e.size)
 	return e, nil
 }
@@ -202,8 +203,8 @@ func (f *Fetcher) archive(ctx context.Context, r *Repository, scope, indexDigest
 	return v.(*archive), nil
 }
 
-// download gets an archive and checks it is the one the index describes
-// before caching it.
+// download gets an archive and checks it is the one the index describes,
+// and within the caps once decompressed, before caching it.
 func (f *Fetcher) download(ctx context.Context, r *Repository, url, want, key string) (*archive, error) {
 	resp, err := f.get(ctx, r, "downloading chart", url, nil)
 	if err != nil {
@@ -220,6 +221,9 @@ func (f *Fetcher) download(ctx context.Context, r *Repository, url, want, key st
 	a := newArchive(data)
 	if want != "" && want != a.digest {
 		return nil, &DigestMismatchError{URL: url, Expected: want, Actual: a.digest}
+	}
+	if err := f.checkArchive(data, "chart archive "+url); err != nil {
+		return nil, err
 	}
 	f.archives.add(key, a, int64(len(data)))
 	return a, nil

@@ -8,13 +8,18 @@ import (
 // Flags of the operator that set the caps of Options. Errors name them, so a
 // user whose chart is refused knows which setting to raise, or to ask for.
 const (
-	FlagMaxIndexSize    = "--max-index-size"
-	FlagMaxChartSize    = "--max-chart-size"
-	FlagMaxManifestSize = "--max-oci-manifest-size"
-	FlagMaxTags         = "--max-oci-tags"
-	FlagMaxTagPages     = "--max-oci-tag-pages"
-	FlagChartCacheSize  = "--chart-cache-size"
-	FlagIndexCacheSize  = "--index-cache-size"
+	FlagMaxIndexSize = "--max-index-size"
+	FlagMaxChartSize = "--max-chart-size"
+	// FlagMaxDecompressedChartSize, FlagMaxChartFileSize and
+	// FlagMaxChartFiles bound what a chart expands to (expand.go).
+	FlagMaxDecompressedChartSize = "--max-chart-decompressed-size"
+	FlagMaxChartFileSize         = "--max-chart-file-size"
+	FlagMaxChartFiles            = "--max-chart-files"
+	FlagMaxManifestSize          = "--max-oci-manifest-size"
+	FlagMaxTags                  = "--max-oci-tags"
+	FlagMaxTagPages              = "--max-oci-tag-pages"
+	FlagChartCacheSize           = "--chart-cache-size"
+	FlagIndexCacheSize           = "--index-cache-size"
 )
 
 // Units of a LimitError: bytes, or a count of tags or pages.

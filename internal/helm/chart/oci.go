@@ -212,7 +212,8 @@ func (f *Fetcher) chartLayer(ctx context.Context, repo *remote.Repository, r *Re
 
 // pullLayer downloads the chart layer: refused before any byte is read when
 // it declares more than MaxChartSize, and read to at most its declared size
-// (plus one byte to catch a longer body), then checked against its digest.
+// (plus one byte to catch a longer body), then checked against its digest
+// and measured decompressed.
 func (f *Fetcher) pullLayer(ctx context.Context, repo *remote.Repository, r *Repository, ref string, layer ocispec.Descriptor) (*archive, error) {
 	what := "chart layer of oci://" + ref
 	if err := checkDeclared(what, layer.Size, f.opts.MaxChartSize, FlagMaxChartSize); err != nil {
@@ -221,6 +222,9 @@ func (f *Fetcher) pullLayer(ctx context.Context, repo *remote.Repository, r *Rep
 	data, err := fetchVerified(ctx, repo.Blobs(), layer, what)
 	if err != nil {
 		return nil, ociError(err, r, "pulling chart", "oci://"+ref)
+	}
+	if err := f.checkArchive(data, what); err != nil {
+		return nil, err
 	}
 	return newArchive(data), nil
 }

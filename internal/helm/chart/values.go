@@ -31,10 +31,18 @@ func MergeValuesFiles(ch *helmchart.Chart, files []string, ignoreMissing bool) (
 // artifact directory. A path is looked up relative to the artifact's root
 // first, as Flux does for charts in a GitRepository
 // (./charts/app/values-prod.yaml, or a file outside the chart), then
-// relative to the chart. Paths cannot leave root.
+// relative to the chart. Paths cannot leave root. A file over the default
+// --max-chart-file-size is refused; a Fetcher applies its own cap.
 func MergeArtifactValuesFiles(root string, ch *helmchart.Chart, files []string, ignoreMissing bool) (map[string]any, error) {
+	return mergeArtifactValuesFiles(root, ch, files, ignoreMissing, DefaultMaxChartFileSize)
+}
+
+// mergeArtifactValuesFiles is MergeArtifactValuesFiles refusing files over
+// maxFileSize.
+func mergeArtifactValuesFiles(root string, ch *helmchart.Chart, files []string, ignoreMissing bool,
+	maxFileSize int64) (map[string]any, error) {
 	return mergeValuesFiles(ch, files, ignoreMissing, func(name string) ([]byte, error) {
-		data, err := rootFile(root, name)
+		data, err := rootFile(root, name, maxFileSize)
 		if errors.Is(err, fs.ErrNotExist) {
 			return chartFile(ch, name)
 		}
@@ -55,6 +63,10 @@ func mergeValuesFiles(ch *helmchart.Chart, files []string, ignoreMissing bool, r
 				continue
 			}
 			return nil, &MissingValuesFileError{Chart: ch.Name(), File: name}
+		}
+		var limit *LimitError
+		if errors.As(err, &limit) {
+			return nil, err // it names the file already
 		}
 		if err != nil {
 			return nil, fmt.Errorf("values file %s of chart %s: %w", name, ch.Name(), err)
@@ -82,8 +94,9 @@ func chartFile(ch *helmchart.Chart, name string) ([]byte, error) {
 	return nil, fs.ErrNotExist
 }
 
-// rootFile reads a regular file inside root; symlinks cannot lead out of it.
-func rootFile(root, name string) ([]byte, error) {
+// rootFile reads a regular file inside root, of at most limit bytes;
+// symlinks cannot lead out of it.
+func rootFile(root, name string, limit int64) ([]byte, error) {
 	p, err := securejoin.SecureJoin(root, name)
 	if err != nil {
 		return nil, err
@@ -95,7 +108,16 @@ func rootFile(root, name string) ([]byte, error) {
 	if !info.Mode().IsRegular() {
 		return nil, fs.ErrNotExist
 	}
-	return os.ReadFile(p)
+	what := fmt.Sprintf("values file %s in %s", name, artifactSource)
+	if info.Size() > limit {
+		return nil, &LimitError{What: what, Declared: sizeUnknown, Limit: limit, Flag: FlagMaxChartFileSize}
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return readCapped(f, what, limit, FlagMaxChartFileSize)
 }
 
 // mergeMaps merges b over a into a new map, as Helm merges -f files: nested
