@@ -17,6 +17,10 @@
 // cluster's throughput is unchanged by the bound — a backlog does not roll
 // out faster — while each wait stays short and the operator's memory holds
 // a bounded number of runs.
+//
+// The slots are shared fairly between namespaces, a tenant's unit: the next
+// slot goes to the namespace that holds the fewest, so one tenant's wave
+// delays its own releases, not the others' (fair.go).
 package pace
 
 import (
@@ -78,17 +82,18 @@ const (
 	turnExpiry = 30 * time.Second
 )
 
-// Pacer hands out rollout slots in arrival order. Its methods are safe for
-// concurrent use.
+// Pacer hands out rollout slots, fairly between namespaces and in arrival
+// order within one. Its methods are safe for concurrent use.
 type Pacer struct {
-	mu      sync.Mutex
-	opts    Options
-	limit   float64
-	holding map[types.NamespacedName]struct{}
-	queue   []*ticket
-	// queued are the keys of queue: every reconcile that starts no run
-	// calls Forget, which must not scan the queue for a key not in it.
-	queued map[types.NamespacedName]struct{}
+	mu    sync.Mutex
+	opts  Options
+	limit float64
+	slots slots
+	// turns are the turns given, oldest first, so that finding the expired
+	// ones looks at those alone, not the whole queue on every Admit. A turn
+	// taken, withdrawn or given again leaves its entry behind, skipped
+	// when it comes first.
+	turns []turn
 	// baseline is the fastest rollout seen, drifting slowly towards
 	// slower ones (baselineDrift); zero before the first.
 	baseline     time.Duration
@@ -98,10 +103,10 @@ type Pacer struct {
 	ends []time.Time
 }
 
-// ticket is a queued release and when its turn came (zero: not yet).
-type ticket struct {
-	key    types.NamespacedName
-	turnAt time.Time
+// turn is a turn given to a queued release at a moment.
+type turn struct {
+	ticket *ticket
+	at     time.Time
 }
 
 // New returns a Pacer with opts.
@@ -119,22 +124,22 @@ func New(opts Options) *Pacer {
 	if opts.OnTurn == nil {
 		opts.OnTurn = func(types.NamespacedName) {}
 	}
-	return &Pacer{opts: opts, limit: float64(min(max(initialLimit, opts.Min), opts.Max)),
-		holding: map[types.NamespacedName]struct{}{}, queued: map[types.NamespacedName]struct{}{}}
+	return &Pacer{opts: opts, limit: float64(min(max(initialLimit, opts.Min), opts.Max)), slots: newSlots()}
 }
 
 // Position is where a release that was not admitted stands.
 type Position struct {
-	// Ahead is the number of releases queued before it.
+	// Ahead is the number of queued releases that go before it in the fair
+	// order: the next slots are theirs.
 	Ahead int
 	// Rolling is the number of releases rolling out now; Limit how many may.
 	Rolling, Limit int
 }
 
-// Admit gives key a slot when one is free and no release queued before it
-// waits for one; otherwise it queues key (keeping its place if queued
-// already) and says where it stands. A release holding a slot is admitted
-// again: it may run again before releasing it.
+// Admit gives key a slot when one is free and no queued release that goes
+// before it in the fair order waits for one; otherwise it queues key
+// (keeping its place if queued already) and says where it stands. A release
+// holding a slot is admitted again: it may run again before releasing it.
 func (p *Pacer) Admit(key types.NamespacedName) (bool, Position) {
 	p.mu.Lock()
 	admitted, at, turns := p.admit(key)
@@ -146,58 +151,69 @@ func (p *Pacer) Admit(key types.NamespacedName) (bool, Position) {
 // admit is Admit under the lock; it also returns the turns that expired
 // turns passed on to the releases behind.
 func (p *Pacer) admit(key types.NamespacedName) (bool, Position, []types.NamespacedName) {
-	if _, ok := p.holding[key]; ok {
+	if _, ok := p.slots.holding[key]; ok {
 		return true, Position{}, nil
 	}
 	var turns []types.NamespacedName
 	if p.dropExpiredTurns() {
-		turns = p.turns()
+		turns = p.giveTurns()
 	}
-	free := int(p.limit) - len(p.holding)
-	at := -1
-	if _, ok := p.queued[key]; ok {
-		at = slices.IndexFunc(p.queue, func(t *ticket) bool { return t.key == key })
+	t := p.slots.queued[key]
+	var ahead int
+	if t != nil {
+		ahead = p.slots.ahead(t)
+	} else {
+		ahead = p.slots.aheadOfNew(key.Namespace)
 	}
-	if free > 0 && (at >= 0 && at < free || at < 0 && len(p.queue) < free) {
-		if at >= 0 {
-			p.queue = slices.Delete(p.queue, at, at+1)
-			delete(p.queued, key)
+	if ahead < int(p.limit)-p.slots.held() {
+		if t != nil {
+			p.slots.dequeue(t)
 		}
-		p.holding[key] = struct{}{}
+		p.slots.take(key)
 		return true, Position{}, turns
 	}
-	if at < 0 {
-		at = len(p.queue)
-		p.queue = append(p.queue, &ticket{key: key})
-		p.queued[key] = struct{}{}
+	if t == nil {
+		p.slots.enqueue(key)
+	} else {
+		// Its turn came, but a release that goes before it took the slot
+		// since (a newcomer of a namespace holding fewer, or the limit
+		// shrank): it waits again, and its next turn is announced anew
+		// instead of being withheld until this one expires.
+		t.turnAt = time.Time{}
 	}
-	return false, Position{Ahead: at, Rolling: len(p.holding), Limit: int(p.limit)}, turns
+	return false, Position{Ahead: ahead, Rolling: p.slots.held(), Limit: int(p.limit)}, turns
 }
 
 // dropExpiredTurns moves releases whose turn came turnExpiry ago to the end
-// of the queue, where a later turn finds them again; it says whether it
-// moved any.
+// of their namespace's queue, where a later turn finds them again; it says
+// whether it moved any.
 func (p *Pacer) dropExpiredTurns() bool {
 	now := p.opts.Now()
-	var expired []*ticket
-	p.queue = slices.DeleteFunc(p.queue, func(t *ticket) bool {
-		if !t.turnAt.IsZero() && now.Sub(t.turnAt) > turnExpiry {
-			t.turnAt = time.Time{}
-			expired = append(expired, t)
-			return true
+	moved := false
+	for len(p.turns) > 0 {
+		first := p.turns[0]
+		t := first.ticket
+		current := p.slots.queued[t.key] == t && t.turnAt.Equal(first.at)
+		if current && now.Sub(first.at) <= turnExpiry {
+			break
 		}
-		return false
-	})
-	p.queue = append(p.queue, expired...)
-	return len(expired) > 0
+		p.turns[0] = turn{}
+		p.turns = p.turns[1:]
+		if current {
+			t.turnAt = time.Time{}
+			p.slots.requeue(t)
+			moved = true
+		}
+	}
+	return moved
 }
 
 // Release frees key's slot (its run ended) and gives the freed turns to the
-// releases queued first.
+// releases that go first.
 func (p *Pacer) Release(key types.NamespacedName) {
 	p.mu.Lock()
-	delete(p.holding, key)
-	turns := p.turns()
+	p.slots.free(key)
+	turns := p.giveTurns()
 	p.mu.Unlock()
 	p.announce(turns)
 }
@@ -206,25 +222,24 @@ func (p *Pacer) Release(key types.NamespacedName) {
 // roll out (in sync, suspended, deleted).
 func (p *Pacer) Forget(key types.NamespacedName) {
 	p.mu.Lock()
-	delete(p.holding, key)
-	if _, ok := p.queued[key]; ok {
-		p.queue = slices.DeleteFunc(p.queue, func(t *ticket) bool { return t.key == key })
-		delete(p.queued, key)
+	p.slots.free(key)
+	if t, ok := p.slots.queued[key]; ok {
+		p.slots.dequeue(t)
 	}
-	turns := p.turns()
+	turns := p.giveTurns()
 	p.mu.Unlock()
 	p.announce(turns)
 }
 
-// turns marks the queued releases that the free slots are for and returns
-// the ones newly given a turn.
-func (p *Pacer) turns() []types.NamespacedName {
-	free := int(p.limit) - len(p.holding)
+// giveTurns marks the queued releases that the free slots are for and
+// returns the ones newly given a turn.
+func (p *Pacer) giveTurns() []types.NamespacedName {
 	var out []types.NamespacedName
 	now := p.opts.Now()
-	for i := 0; i < free && i < len(p.queue); i++ {
-		if t := p.queue[i]; t.turnAt.IsZero() {
+	for _, t := range p.slots.first(int(p.limit) - p.slots.held()) {
+		if t.turnAt.IsZero() {
 			t.turnAt = now
+			p.turns = append(p.turns, turn{ticket: t, at: now})
 			out = append(out, t.key)
 		}
 	}
@@ -261,7 +276,7 @@ func (p *Pacer) Observe(took, timeout time.Duration) {
 		p.limit = max(p.limit*0.75, float64(p.opts.Min))
 		p.lastDecrease = now
 	}
-	turns := p.turns()
+	turns := p.giveTurns()
 	p.mu.Unlock()
 	p.announce(turns)
 }
@@ -289,15 +304,15 @@ func (p *Pacer) ExpectedRun() time.Duration {
 	defer p.mu.Unlock()
 	now := p.opts.Now()
 	recent := p.ends[sort.Search(len(p.ends), func(i int) bool { return now.Sub(p.ends[i]) <= endsMaxAge }):]
-	if len(recent) < 2 || len(p.holding) == 0 {
+	if len(recent) < 2 || p.slots.held() == 0 {
 		return 0
 	}
 	span := recent[len(recent)-1].Sub(recent[0])
 	if span <= 0 {
 		return 0
 	}
-	// n ends over span: one every span/(n-1); len(holding) of them ahead.
-	return span * time.Duration(len(p.holding)) / time.Duration(len(recent)-1)
+	// n ends over span: one every span/(n-1); the holders of a slot ahead.
+	return span * time.Duration(p.slots.held()) / time.Duration(len(recent)-1)
 }
 
 // Stats are what the metrics show.
@@ -309,5 +324,5 @@ type Stats struct {
 func (p *Pacer) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{Rolling: len(p.holding), Queued: len(p.queue), Limit: int(p.limit)}
+	return Stats{Rolling: p.slots.held(), Queued: len(p.slots.queued), Limit: int(p.limit)}
 }

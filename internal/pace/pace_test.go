@@ -178,3 +178,112 @@ func TestExpectedRun_LittlesLawOverTheLatestEnds(t *testing.T) {
 	clock.now = clock.now.Add(endsMaxAge)
 	g.Expect(p.ExpectedRun()).To(BeZero(), "the ends are older than %v", endsMaxAge)
 }
+
+func key(namespace string, i int) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: fmt.Sprintf("%s%d", namespace, i)}
+}
+
+// flood has namespace "a" apply 24 releases: the first initialLimit hold
+// every slot, the other 8 queue.
+func flood(g *WithT, p *Pacer) {
+	for i := range 24 {
+		ok, _ := p.Admit(key("a", i))
+		g.Expect(ok).To(Equal(i < initialLimit), "release a%d", i)
+	}
+}
+
+func TestRelease_AnotherNamespaceGetsTheNextFreedSlot(t *testing.T) {
+	g := NewWithT(t)
+	p, turns, _ := newTestPacer(Options{})
+	flood(g, p)
+	ok, _ := p.Admit(key("b", 0))
+	g.Expect(ok).To(BeFalse(), "no slot is free")
+
+	p.Release(key("a", 0))
+	g.Expect(*turns).To(Equal([]types.NamespacedName{key("b", 0)}), "b holds none, a all but one: b goes before a's queue")
+	ok, _ = p.Admit(key("a", initialLimit))
+	g.Expect(ok).To(BeFalse(), "a queued first, but the slot is b's")
+	ok, _ = p.Admit(key("b", 0))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(p.Stats()).To(Equal(Stats{Rolling: initialLimit, Queued: 8, Limit: initialLimit}))
+}
+
+func TestAdmit_AnotherNamespaceTakesAFreeSlotAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	p, turns, _ := newTestPacer(Options{})
+	flood(g, p)
+	// A slot frees: it is a's first queued release's turn, but that
+	// release has not come back yet when b's arrives.
+	p.Release(key("a", 0))
+	g.Expect(*turns).To(Equal([]types.NamespacedName{key("a", initialLimit)}))
+	ok, _ := p.Admit(key("b", 0))
+	g.Expect(ok).To(BeTrue(), "b holds nothing: it goes before a's queue")
+
+	ok, pos := p.Admit(key("a", initialLimit))
+	g.Expect(ok).To(BeFalse(), "b took the slot")
+	g.Expect(pos.Ahead).To(BeZero(), "a's first release is still the first of a's queue")
+	// Its turn was withdrawn, so the next freed slot announces it again
+	// instead of waiting for the turn to expire.
+	p.Release(key("a", 1))
+	g.Expect(*turns).To(Equal([]types.NamespacedName{key("a", initialLimit), key("a", initialLimit)}))
+	ok, _ = p.Admit(key("a", initialLimit))
+	g.Expect(ok).To(BeTrue())
+}
+
+// Within a namespace releases go in arrival order; across namespaces the
+// one holding the fewest slots goes first, the earliest arrival among
+// equals.
+func TestRelease_RoundRobinAcrossNamespaces_FIFOWithinOne(t *testing.T) {
+	g := NewWithT(t)
+	p, turns, _ := newTestPacer(Options{Max: 3})
+	for i := range 3 {
+		p.Admit(key("x", i))
+	}
+	for _, k := range []types.NamespacedName{key("a", 0), key("a", 1), key("a", 2), key("b", 0), key("b", 1), key("c", 0)} {
+		ok, _ := p.Admit(k)
+		g.Expect(ok).To(BeFalse())
+	}
+	// Every run of x ends, then a's first and b's first: each freed slot
+	// goes to the release its turn is announced for.
+	for _, done := range []types.NamespacedName{key("x", 0), key("x", 1), key("x", 2), key("a", 0), key("b", 0)} {
+		p.Release(done)
+		next := (*turns)[len(*turns)-1]
+		ok, _ := p.Admit(next)
+		g.Expect(ok).To(BeTrue(), "%v after %v ended", next, done)
+	}
+	g.Expect(*turns).To(Equal([]types.NamespacedName{key("a", 0), key("b", 0), key("c", 0), key("a", 1), key("b", 1)}))
+	ok, _ := p.Admit(key("a", 2))
+	g.Expect(ok).To(BeFalse(), "every slot is taken")
+
+	// Within a namespace a later release asking first still waits.
+	p.Admit(key("a", 3))
+	p.Release(key("c", 0))
+	g.Expect((*turns)[len(*turns)-1]).To(Equal(key("a", 2)))
+	ok, _ = p.Admit(key("a", 3))
+	g.Expect(ok).To(BeFalse(), "a3 went before a2")
+
+	for _, k := range []types.NamespacedName{key("a", 1), key("b", 1), key("a", 2), key("a", 3)} {
+		p.Forget(k)
+	}
+	g.Expect(p.slots.spaces).To(BeEmpty(), "no namespace holding or waiting is kept")
+	g.Expect(p.slots.waiting).To(BeEmpty())
+}
+
+// The position a queued release is told counts only the releases that go
+// before it: a newcomer namespace is not behind a flood.
+func TestAdmit_PositionCountsOnlyTheReleasesThatGoFirst(t *testing.T) {
+	g := NewWithT(t)
+	p, _, _ := newTestPacer(Options{})
+	flood(g, p)
+	position := func(k types.NamespacedName) Position {
+		_, pos := p.Admit(k)
+		return pos
+	}
+	g.Expect(position(key("b", 0))).To(Equal(Position{Ahead: 0, Rolling: initialLimit, Limit: initialLimit}))
+	g.Expect(position(key("b", 1)).Ahead).To(Equal(1), "b0")
+	g.Expect(position(key("c", 0)).Ahead).To(Equal(1), "b0: as many slots, earlier")
+	g.Expect(position(key("b", 0)).Ahead).To(BeZero(), "asking again keeps the place")
+	g.Expect(position(key("a", initialLimit)).Ahead).To(Equal(3), "b0, b1 and c0: a holds every slot")
+	g.Expect(position(key("a", 23)).Ahead).To(Equal(10), "b0, b1, c0 and a's 7 before it")
+	g.Expect(position(key("a", 24)).Ahead).To(Equal(11))
+}
