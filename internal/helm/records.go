@@ -292,21 +292,26 @@ func (d *signingDriver) Get(key string) (ri.Releaser, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.classify(rel)
+	if len(d.ofThisRelease([]ri.Releaser{rel})) == 0 {
+		return nil, driver.ErrReleaseNotFound
+	}
 	return rel, nil
 }
 
 // List reads and classifies the records filter keeps.
 func (d *signingDriver) List(filter func(ri.Releaser) bool) ([]ri.Releaser, error) {
 	rels, err := d.Driver.List(filter)
-	d.classifyAll(rels)
-	return rels, err
+	return d.ofThisRelease(rels), err
 }
 
 // Query reads and classifies the records labels select.
 func (d *signingDriver) Query(labels map[string]string) ([]ri.Releaser, error) {
 	rels, err := d.Driver.Query(labels)
-	d.classifyAll(rels)
+	rels = d.ofThisRelease(rels)
+	if err == nil && len(rels) == 0 {
+		// Helm reads "no records" as this error, not as an empty list.
+		err = driver.ErrReleaseNotFound
+	}
 	return rels, err
 }
 
@@ -350,10 +355,22 @@ func (d *signingDriver) Delete(key string) (ri.Releaser, error) {
 	return rel, err
 }
 
-func (d *signingDriver) classifyAll(rels []ri.Releaser) {
-	for _, rel := range rels {
-		d.classify(rel)
+// ofThisRelease classifies rels and keeps those that are records of the
+// release d reads, stored under the key their content names. A record copied
+// under another release's name or another revision's key is not part of this
+// release's history at all: were Helm to see it, an uninstall or upgrade
+// would write its status back under the key its content names (the other
+// release's) and act on its manifest. It stays where it is, ignored.
+func (d *signingDriver) ofThisRelease(rels []ri.Releaser) []ri.Releaser {
+	kept := rels[:0]
+	for _, r := range rels {
+		d.classify(r)
+		if rel, err := v1Release(r); err == nil && rel != nil && !storedWhereSigned(d.binding, rel) {
+			continue
+		}
+		kept = append(kept, r)
 	}
+	return kept
 }
 
 // classify records the verdict on r in its in-memory labels. A record of

@@ -2,11 +2,13 @@ package helm
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +20,9 @@ func recordsOf(g Gomega, engine *Engine, req Request) map[int]*release.Release {
 	cfg, err := engine.configFor(req.Target, nil, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	stored, err := cfg.Releases.History(req.Target.ReleaseName)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return map[int]*release.Release{}
+	}
 	g.Expect(err).NotTo(HaveOccurred())
 	history, err := v1Releases(stored)
 	g.Expect(err).NotTo(HaveOccurred())

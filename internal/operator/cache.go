@@ -4,7 +4,6 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 )
@@ -39,13 +38,19 @@ import (
 // other chart-backed kinds) and HelmRepositories, whose spec the chart
 // fetcher reads, are cached whole.
 func CacheOptions(watchNamespaces []string) cache.Options {
-	byObject := map[client.Object]cache.ByObject{}
-	for _, src := range []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}, &sourcev1.HelmChart{}} {
-		byObject[src] = cache.ByObject{Transform: slimArtifactSource}
-	}
+	// One transform for every kind rather than ByObject entries for the
+	// Flux sources: a ByObject entry needs the kind's REST mapping when the
+	// manager is made, and a cluster without Flux has none (the operator
+	// must start there, and pick the kinds up once Flux is installed).
+	slim := kit.SlimMetadata(cache.TransformStripManagedFields())
 	return cache.Options{
-		ByObject:          byObject,
-		DefaultTransform:  kit.SlimMetadata(cache.TransformStripManagedFields()),
+		DefaultTransform: func(obj any) (any, error) {
+			obj, err := slimArtifactSource(obj)
+			if err != nil {
+				return nil, err
+			}
+			return slim(obj)
+		},
 		DefaultNamespaces: kit.CacheNamespaces(watchNamespaces),
 	}
 }

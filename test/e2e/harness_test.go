@@ -187,6 +187,10 @@ func (h *harness) commitTo(source, branch string, files map[string]string) strin
 		g.Expect(h.c.Get(h.t.Context(), client.ObjectKey{Namespace: fluxNamespace, Name: source}, repo)).To(Succeed())
 		g.Expect(repo.Status.Artifact).NotTo(BeNil())
 		g.Expect(repo.Status.Artifact.Revision).To(Equal(rev))
+		// Settled: a reconcile still to come for a newer generation would
+		// verify the stored artifact again and replace a file a test
+		// changed on purpose.
+		g.Expect(repo.Status.ObservedGeneration).To(Equal(repo.Generation))
 	}).WithTimeout(60 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 	return rev
 }
