@@ -245,9 +245,11 @@ plugin-release: ## Build the plugin's release archives into bin/release and writ
 	@! grep -n '@' bin/release/kraan.yaml || { echo "dist/krew/kraan.yaml.in names a platform PLUGIN_PLATFORMS does not build"; exit 1; }
 
 .PHONY: run
+# The samples live in namespace default: the operator treats it as a platform
+# namespace here, as a cluster admin writes the samples.
 run: manifests generate cluster-up install ## Run the operator on this machine against the local control plane, with the samples.
 	KUBECONFIG=$(LOCALPLANE_DIR)/kubeconfig $(KUBECTL) apply --server-side -k config/samples
-	KUBECONFIG=$(LOCALPLANE_DIR)/kubeconfig $(GO) run ./cmd --log-format=console --health-probe-bind-address=127.0.0.1:8081 --metrics-bind-address=127.0.0.1:8080
+	KUBECONFIG=$(LOCALPLANE_DIR)/kubeconfig $(GO) run ./cmd --log-format=console --health-probe-bind-address=127.0.0.1:8081 --metrics-bind-address=127.0.0.1:8080 --platform-namespaces=default
 
 .PHONY: docker-build
 docker-build: ## Build the operator image with docker (needs a container engine; `make image` does not).

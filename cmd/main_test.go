@@ -44,8 +44,9 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 		"leader-election-retry-period", "log-format", "log-level", "max-artifact-file-size", "max-artifact-files",
 		"max-artifact-size", "max-chart-decompressed-size", "max-chart-file-size", "max-chart-files", "max-chart-size",
 		"max-concurrent-rollouts", "max-index-size",
-		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-retry-delay", "metrics-bind-address",
-		"metrics-cert-dir", "metrics-secure", "min-reconcile-interval", "min-retry-delay", "no-cross-namespace-refs", "pprof-bind-address",
+		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-release-record-size", "max-retry-delay", "metrics-bind-address",
+		"metrics-cert-dir", "metrics-secure", "min-reconcile-interval", "min-retry-delay", "multi-tenancy-lockdown", "no-cross-namespace-refs",
+		"platform-namespaces", "pprof-bind-address",
 		"release-record-key-namespace", "release-record-key-secret", "requeue-dependency", "source-host-override",
 		"watch-configs-label-selector", "watch-label-selector", "watch-namespace", "watches-file",
 	}))
@@ -81,6 +82,18 @@ func TestParseOptions_ArtifactLimits(t *testing.T) {
 	opts, err = parseOptions([]string{"--max-artifact-size=1Gi", "--max-artifact-file-size=64Mi", "--max-artifact-files=100"}, io.Discard)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(opts.artifactLimits).To(Equal(source.Options{MaxUntarBytes: 1 << 30, MaxFileBytes: 64 << 20, MaxFiles: 100}))
+}
+
+func TestParseOptions_RecordSize(t *testing.T) {
+	g := NewWithT(t)
+	opts, err := parseOptions(nil, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.maxRecordSize).To(Equal(int64(16 << 20)))
+	opts, err = parseOptions([]string{"--max-release-record-size=2Mi"}, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.maxRecordSize).To(Equal(int64(2 << 20)))
+	_, err = parseOptions([]string{"--max-release-record-size=0"}, io.Discard)
+	g.Expect(err).To(HaveOccurred())
 }
 
 // TestParseOptions_RecordKeySecret: the record key lives in the namespace
@@ -258,4 +271,22 @@ func TestParseOptions_WatchConfigsLabelSelector(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = opts.watchConfigsSelector()
 	g.Expect(err).To(MatchError(ContainSubstring("--watch-configs-label-selector")))
+}
+
+// TestParseOptions_LockedDownByDefault: issue #42. Started with no flag (as
+// the CSV, the Helm chart and config/default start it), a tenant's
+// HelmRelease acts as an account of its namespace; the operator's own
+// namespace and the ones listed act as the operator.
+func TestParseOptions_LockedDownByDefault(t *testing.T) {
+	g := NewWithT(t)
+	t.Setenv("RUNTIME_NAMESPACE", "kraan-system")
+	opts, err := parseOptions(nil, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.lockdown).To(BeTrue())
+	g.Expect(opts.platformNamespaceList()).To(Equal([]string{"kraan-system"}))
+
+	opts, err = parseOptions([]string{"--multi-tenancy-lockdown=false", "--platform-namespaces=monitoring, ingress ,"}, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.lockdown).To(BeFalse())
+	g.Expect(opts.platformNamespaceList()).To(Equal([]string{"monitoring", "ingress", "kraan-system"}))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/helmrelease"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/defaults"
+	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/operator"
 	"github.com/kraan-io/kraan-operator/internal/pace"
@@ -54,6 +55,8 @@ type options struct {
 	sourceHostOverride      string
 	sourceNamespace         string
 	defaultServiceAccount   string
+	lockdown                bool
+	platformNamespaces      string
 	noCrossNamespaceRefs    bool
 	requeueDependency       time.Duration
 	watchLabelSelector      string
@@ -68,6 +71,8 @@ type options struct {
 	// artifactLimits bound what a Flux source artifact may extract to
 	// (MaxUntarBytes, MaxFileBytes, MaxFiles; the rest is unset).
 	artifactLimits source.Options
+	// maxRecordSize bounds a Helm release record before it is encoded.
+	maxRecordSize int64
 	// helmDefaults are the defaults of the fields Flux v1.5/v1.6 added,
 	// switched to Helm 3's by --feature-gates=UseHelm3Defaults=true.
 	helmDefaults defaults.Defaults
@@ -135,7 +140,16 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 		"Namespace of an AddonsLayer's source when spec.source.namespace is empty; defaults to $RUNTIME_NAMESPACE.")
 	fs.StringVar(&opts.defaultServiceAccount, "default-service-account", "",
 		"Service account (in the object's namespace) that HelmReleases naming none, and the releases of chart-backed kinds "+
-			"(watches.yaml) whose entry names none, impersonate; set it to lock tenants down to what that account may do.")
+			"(watches.yaml) whose entry names none, impersonate. Under --multi-tenancy-lockdown a tenant's HelmRelease "+
+			"impersonates \"default\" when this is empty.")
+	fs.BoolVar(&opts.lockdown, "multi-tenancy-lockdown", true,
+		"A HelmRelease a namespace user wrote acts as a ServiceAccount of its namespace (--default-service-account, else "+
+			"\"default\"), unless it names one; HelmReleases in the operator's namespace and --platform-namespaces, and those "+
+			"an AddonsLayer applied, act as the operator. False gives Flux's behaviour: every HelmRelease naming no account "+
+			"acts as the operator (docs/security.md).")
+	fs.StringVar(&opts.platformNamespaces, "platform-namespaces", "",
+		"Comma-separated namespaces only cluster admins write, whose HelmReleases act as the operator under "+
+			"--multi-tenancy-lockdown, besides the operator's own namespace.")
 	fs.BoolVar(&opts.noCrossNamespaceRefs, "no-cross-namespace-refs", false,
 		"Refuse HelmReleases that refer to a chart source or a dependency in another namespace (Flux's multi-tenancy lockdown).")
 	fs.DurationVar(&opts.requeueDependency, "requeue-dependency", helmrelease.DefaultDependencyRequeue,
@@ -162,6 +176,10 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 			"behaviour where a field is unset (client-side apply on install, legacy waits, no post-rendering of hooks).")
 	addChartFetchFlags(fs, &opts.chartFetch)
 	addArtifactFlags(fs, &opts.artifactLimits)
+	opts.maxRecordSize = helm.DefaultMaxRecordBytes
+	fs.Var(byteSize{&opts.maxRecordSize}, flagName(helm.FlagMaxRecordSize),
+		"Most a Helm release record may hold before it is encoded (chart files, manifest, hooks, values); "+
+			"a revision over it fails before anything is applied.")
 	return fs
 }
 
@@ -364,6 +382,37 @@ func (o *options) zapOptions() (*zap.Options, error) {
 	// Stack traces only for real errors; Development would add them to warnings.
 	zopts.StacktraceLevel = zapcore.PanicLevel
 	return zopts, nil
+}
+
+// platformNamespaceList is --platform-namespaces and the operator's own
+// namespace ($RUNTIME_NAMESPACE, else --leader-election-namespace, else the
+// pod's; none outside a cluster).
+func (o *options) platformNamespaceList() []string {
+	namespaces := splitList(o.platformNamespaces)
+	own := os.Getenv("RUNTIME_NAMESPACE")
+	if own == "" {
+		own = o.leaderElectionNamespace
+	}
+	if own == "" {
+		if data, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+			own = strings.TrimSpace(string(data))
+		}
+	}
+	if own != "" {
+		namespaces = append(namespaces, own)
+	}
+	return namespaces
+}
+
+// splitList is a comma-separated flag's values, blanks dropped.
+func splitList(list string) []string {
+	var out []string
+	for _, v := range strings.Split(list, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // inClusterNamespaceFile holds the pod's namespace, as for every pod.

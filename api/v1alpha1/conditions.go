@@ -102,6 +102,11 @@ const (
 	ReasonReconcileError  = "ReconcileError"
 	ReasonKubeConfigError = "KubeConfigError"
 	ReasonAccessDenied    = "AccessDenied"
+	// ReasonLayerSealMismatch: the HelmRelease is labelled as an
+	// AddonsLayer's, but its spec is not the one the layer applied (edited
+	// since): under the multi-tenancy lockdown it waits for the layer to
+	// apply it again instead of acting as the platform.
+	ReasonLayerSealMismatch = "LayerSealMismatch"
 	// ReasonInvalidCELExpression (Flux's): a spec.healthCheckExprs
 	// expression does not compile, or cannot judge an object (it costs too
 	// much, or gives no bool); the release stalls until the spec changes.

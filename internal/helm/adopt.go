@@ -131,11 +131,18 @@ func asFluxRenders(pr postrenderer.PostRenderer, rel *release.Release) postrende
 	return chain{pr, origin}
 }
 
-// foreign says whether rel is a deployed revision the engine did not make:
-// every revision the engine makes carries ChartDigestLabel.
+// foreign says whether rel is a deployed revision the engine did not make
+// for this object: every revision the engine makes carries ChartDigestLabel,
+// and its signature binds the object it was made for. A revision of the
+// engine's labelled for another object is unverified: the object was deleted
+// without uninstalling (its CRD removed, kubectl kraan uninstall) and made
+// again. It is adopted as any foreign revision is, only when it is what the
+// engine would deploy now, so signing it for this object vouches for nothing
+// the engine did not render itself.
 func foreign(rel *release.Release) bool {
 	return rel != nil && rel.Info != nil && rel.Info.Status == rcommon.StatusDeployed &&
-		rel.Chart != nil && rel.Chart.Metadata != nil && rel.Labels[ChartDigestLabel] == ""
+		rel.Chart != nil && rel.Chart.Metadata != nil &&
+		(rel.Labels[ChartDigestLabel] == "" || recordTrust(rel) == RecordUnverified)
 }
 
 // sameChartAndValues is Desired.Matches without the labels: what can be

@@ -34,6 +34,8 @@ type Engine struct {
 	remotes remoteClusters
 	// recordKey signs and verifies release records (SignRecordsWith).
 	recordKey []byte
+	// maxRecordBytes bounds a release record (LimitRecordSize).
+	maxRecordBytes int64
 }
 
 // NewEngine returns an engine talking to the cluster of config.

@@ -284,6 +284,8 @@ type signingDriver struct {
 	// signed with scheme 1 is migrated through; nil verifies re-encoded
 	// records only, and migrates in memory.
 	stored *storedRecords
+	// maxBytes bounds a new record (checkRecordSize).
+	maxBytes int64
 }
 
 // Get reads and classifies one record.
@@ -325,6 +327,9 @@ func (d *signingDriver) Create(key string, r ri.Releaser) error {
 		return fmt.Errorf("signing release record %s: %w", key, errors.Join(err, errNoRecord))
 	}
 	delete(rel.Labels, recordTrustLabel)
+	if err := checkRecordSize(rel, d.maxBytes); err != nil {
+		return err
+	}
 	if err := d.sign(rel); err != nil {
 		return err
 	}
@@ -507,7 +512,7 @@ func (e *Engine) recordStorage(secrets corev1client.SecretInterface, target Targ
 	d := driver.NewSecrets(stored)
 	d.SetLogger(log)
 	binding := recordBinding{storageNamespace: target.StorageNamespace, release: target.ReleaseName, owner: target.Owner}
-	return storage.Init(&signingDriver{Driver: d, key: e.recordKey, binding: binding, stored: stored})
+	return storage.Init(&signingDriver{Driver: d, key: e.recordKey, binding: binding, stored: stored, maxBytes: e.recordLimit()})
 }
 
 // hooksOfLatestReplayable says whether the hooks of the newest record of a

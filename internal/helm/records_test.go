@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -426,4 +427,28 @@ func TestEngine_migratesRecordsSignedBeforeTheBinding(t *testing.T) {
 
 	ops := Request{Target: Target{ReleaseName: "ops", Namespace: ns, StorageNamespace: ns, Owner: "ops-uid"}}
 	g.Expect(recordsOf(g, engine, ops)).To(BeEmpty(), "a scheme 1 copy under another name is no record of that release")
+}
+
+// A record over the bound is refused before it is encoded or written (issue
+// #42, item 4): a chart that decompresses to a lot is not encoded into every
+// revision. The error names the flag that raises it.
+func TestSigningDriver_Create_refusesARecordOverTheBound(t *testing.T) {
+	g := NewWithT(t)
+	memory := driver.NewMemory()
+	rel := testRecord()
+	rel.Chart.Templates = []*common.File{{Name: "templates/big.yaml", Data: make([]byte, 2<<20)}}
+	size := recordSize(rel)
+	g.Expect(size).To(BeNumerically(">", 2<<20))
+
+	d := &signingDriver{Driver: memory, key: testKey, binding: testBinding, maxBytes: 1 << 20}
+	err := d.Create("sh.helm.release.v1.app.v3", rel)
+	tooLarge := &RecordTooLargeError{}
+	g.Expect(errors.As(err, &tooLarge)).To(BeTrue(), "%v", err)
+	g.Expect(tooLarge.Size).To(Equal(size))
+	g.Expect(err.Error()).To(And(ContainSubstring("apps/app"), ContainSubstring(FlagMaxRecordSize)))
+	_, err = memory.Get("sh.helm.release.v1.app.v3")
+	g.Expect(err).To(MatchError(driver.ErrReleaseNotFound), "nothing was written")
+
+	d.maxBytes = size
+	g.Expect(d.Create("sh.helm.release.v1.app.v3", rel)).To(Succeed(), "a record at the bound is written")
 }

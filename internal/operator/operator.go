@@ -30,6 +30,8 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/releasespec"
+	"github.com/kraan-io/kraan-operator/internal/source"
+	"github.com/kraan-io/kraan-operator/internal/tenancy"
 	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
@@ -38,14 +40,29 @@ type Options struct {
 	// ControllerOptions are the workers and retry delays of every controller.
 	kit.ControllerOptions
 	// DefaultServiceAccount is impersonated by HelmReleases that name none
-	// and by the releases of chart-backed kinds whose watch names none.
+	// (under Lockdown: those a tenant wrote, "default" when empty) and by
+	// the releases of chart-backed kinds whose watch names none.
 	DefaultServiceAccount string
+	// Lockdown is --multi-tenancy-lockdown (see internal/tenancy): the
+	// command line turns it on by default; the zero Options keep Flux's
+	// unlocked behaviour.
+	Lockdown bool
+	// PlatformNamespaces are the namespaces, the operator's own among
+	// them, whose HelmReleases act as the operator under Lockdown.
+	PlatformNamespaces []string
 	// Charts gets the charts of HelmReleases; by default from Flux sources,
 	// with artifacts kept under ChartArtifactsDir.
 	Charts releasespec.ChartGetter
 	// ChartArtifactsDir holds the source artifacts charts are read from;
 	// defaults to a directory under the system's temporary directory.
 	ChartArtifactsDir string
+	// ArtifactLimits cap what a Flux source artifact (a layer's, or one
+	// holding a chart) may download and extract to; zero fields take
+	// source's defaults.
+	ArtifactLimits source.Options
+	// MaxRecordSize bounds a Helm release record before it is encoded;
+	// 0 keeps helm.DefaultMaxRecordBytes.
+	MaxRecordSize int64
 	// ChartFetch caps what chart repositories and registries may send and
 	// sizes the caches of what they sent; zero fields take chart's defaults.
 	ChartFetch chart.Options
@@ -118,11 +135,19 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	engine.SignRecordsWith(key)
+	engine.LimitRecordSize(opts.MaxRecordSize)
+	sealer, err := tenancy.NewSealer(key)
+	if err != nil {
+		return err
+	}
+	policy := tenancy.Policy{Lockdown: opts.Lockdown, ServiceAccount: opts.DefaultServiceAccount,
+		PlatformNamespaces: opts.PlatformNamespaces, Sealer: sealer}
 	if err := helmrelease.Setup(mgr, engine, helmrelease.Options{
 		ControllerOptions:     opts.ControllerOptions,
-		DefaultServiceAccount: opts.DefaultServiceAccount,
+		Tenancy:               policy,
 		Charts:                opts.Charts,
 		ChartArtifactsDir:     opts.ChartArtifactsDir,
+		ArtifactLimits:        opts.ArtifactLimits,
 		ChartFetch:            opts.ChartFetch,
 		HelmDefaults:          opts.HelmDefaults,
 		MaxConcurrentRollouts: opts.MaxConcurrentRollouts,
@@ -148,6 +173,8 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	layers := opts.Layers
 	layers.ControllerOptions = opts.ControllerOptions
 	layers.ChartBackedKinds = chartBackedKinds(opts.Watches)
+	layers.Sealer = sealer
+	layers.ArtifactLimits = opts.ArtifactLimits
 	if err := addonslayer.Setup(mgr, layers); err != nil {
 		return fmt.Errorf("setting up the AddonsLayer controller: %w", err)
 	}
@@ -167,6 +194,9 @@ func setupChartBacked(mgr ctrl.Manager, engine *helm.Engine, opts Options) error
 	for _, w := range opts.Watches {
 		chartOpts := chartbacked.Options{ControllerOptions: opts.ControllerOptions, DefaultServiceAccount: opts.DefaultServiceAccount,
 			ExtraConditions: chartConditions[w.GroupVersionKind()], Dependents: dependents}
+		if w.GroupVersionKind() == habitatv1.GroupVersion.WithKind("Habitat") {
+			chartOpts.Companions = habitat.Companions
+		}
 		if err := chartbacked.Setup(mgr, engine, w, chartOpts); err != nil {
 			return fmt.Errorf("setting up the chart-backed %s controller: %w", w.String(), err)
 		}

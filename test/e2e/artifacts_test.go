@@ -54,6 +54,7 @@ func TestLayers_Artifacts(t *testing.T) {
 		{"a tampered artifact fails naming the digest and keeps what was deployed", testTamperedArtifact},
 		{"a tarball with dot-dot paths fails naming the entry and writes nothing outside", func(h *harness) { testEscapingPaths(h, reg) }},
 		{"links in a tarball are not followed and write nothing outside", func(h *harness) { testOutsideLinks(h, reg) }},
+		{"a file over the operator's per-file cap fails naming the flag", func(h *harness) { testFileOverTheCap(h, reg) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
@@ -174,6 +175,26 @@ func testEscapingPaths(h *harness, reg string) {
 	h.pushAndCreateOCISource(reg, "escape", tarGz(h.t, regular("addons/escape/all.yaml", configMapYAML("default", "escape-first", "v2"))))
 	h.waitLayer("escape", kraanv1.DeployedState, nil)
 	g.Expect(h.configMapValue("default", "escape-first")).To(Equal("v2"))
+}
+
+// testFileOverTheCap: the operator's --max-artifact-file-size reaches the
+// layers' artifact store (the harness starts it with artifactFileCap). A
+// tenant's source cannot make it hold a file larger than that.
+func testFileOverTheCap(h *harness, reg string) {
+	g := NewWithT(h.t)
+	bulky := tarGz(h.t,
+		regular("addons/bulky/all.yaml", configMapYAML("default", "bulky-first", "v1")),
+		regular("addons/bulky/blob.txt", strings.Repeat("x", artifactFileCap+1)),
+	)
+	h.pushAndCreateOCISource(reg, "bulky", bulky)
+	h.addLayer("bulky", "bulky", withOCISource("bulky"))
+	h.logReady(h.waitLayer("bulky", kraanv1.FailedState, func(g Gomega, l *kraanv1.AddonsLayer) {
+		c := cond(l, kraanv1.ReadyCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal("ArtifactFailed"))
+		g.Expect(c.Message).To(And(ContainSubstring(`"addons/bulky/blob.txt"`), ContainSubstring("--max-artifact-file-size")))
+	}))
+	g.Expect(h.notFound(&corev1.ConfigMap{}, "default", "bulky-first")).To(BeTrue(), "part of a refused archive was applied")
 }
 
 func testOutsideLinks(h *harness, reg string) {

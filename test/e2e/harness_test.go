@@ -33,6 +33,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 	"github.com/kraan-io/kraan-operator/internal/operator"
+	"github.com/kraan-io/kraan-operator/internal/source"
 	"github.com/kraan-io/kraan-operator/test/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/env"
 	"github.com/kraan-io/kraan-operator/test/localplane"
@@ -253,6 +254,9 @@ func (s *switchingWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
+// artifactFileCap is the harness operator's --max-artifact-file-size.
+const artifactFileCap = 1 << 20
+
 // startOperator runs the AddonsLayer controller in-process.
 func (h *harness) startOperator(cfg *rest.Config, dir string) {
 	g := NewWithT(h.t)
@@ -285,6 +289,8 @@ func (h *harness) startOperator(cfg *rest.Config, dir string) {
 		Layers: addonslayer.Options{
 			DataPath: h.data, DefaultSourceNamespace: fluxNamespace,
 		},
+		// Below the default, so a test can go over it cheaply.
+		ArtifactLimits: source.Options{MaxFileBytes: artifactFileCap},
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -17,6 +17,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/apply"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/source"
+	"github.com/kraan-io/kraan-operator/internal/tenancy"
 )
 
 // Options are the AddonsLayer controller's settings.
@@ -33,9 +34,18 @@ type Options struct {
 	// outside the cluster that reach source-controller through a port-forward
 	// (Kraan's SC_HOST).
 	SourceHostOverride string
+	// ArtifactLimits cap what a source artifact may download and extract
+	// to (--max-artifact-size, --max-artifact-file-size,
+	// --max-artifact-files); zero fields take source's defaults. Its
+	// HostOverride is SourceHostOverride's.
+	ArtifactLimits source.Options
 	// DefaultSourceNamespace is the namespace of a layer's source when
 	// spec.source.namespace is empty (Kraan's RUNTIME_NAMESPACE).
 	DefaultSourceNamespace string
+	// Sealer seals the HelmReleases a layer applies, so that they act as
+	// the platform under the multi-tenancy lockdown while their spec is
+	// the layer's (see internal/tenancy); nil seals none.
+	Sealer *tenancy.Sealer
 }
 
 // Reconciler reconciles AddonsLayer objects: it fetches the layer's
@@ -111,6 +121,10 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *layerScope) (ctrl.Result
 	)
 }
 
+// addonsLayersResource is the resource whose CRD's deletion makes a
+// layer's deletion leave its objects in place (kit.KindBeingRemoved).
+var addonsLayersResource = kraanv1.GroupVersion.WithResource("addonslayers").GroupResource()
+
 // finish reports how the steps ended (state, conditions, event, metrics),
 // writes the status once, and tells controller-runtime when to come back:
 // from the error's class, or spec.interval for a Deployed layer.
@@ -140,9 +154,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *layerScope) (ctrl.
 	if !controllerutil.ContainsFinalizer(sc.layer, kraanv1.Finalizer) {
 		return ctrl.Result{}, waitingIn(kraanv1.PruningState, kraanv1.ReasonDeleting, 0, "AddonsLayer is being deleted")
 	}
-	pending, until, err := r.releaseAll(ctx, sc, nil)
+	why, kindRemoved, err := kit.KindBeingRemoved(ctx, r.APIReader, addonsLayersResource)
 	if err != nil {
 		return ctrl.Result{}, failed(kraanv1.ReasonPruneFailed, err)
+	}
+	var pending []kraanv1.Resource
+	var until time.Time
+	if !kindRemoved {
+		if pending, until, err = r.releaseAll(ctx, sc, nil); err != nil {
+			return ctrl.Result{}, failed(kraanv1.ReasonPruneFailed, err)
+		}
 	}
 	if len(pending) > 0 {
 		sc.inventory = pending
@@ -157,5 +178,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *layerScope) (ctrl.
 	}
 	r.Metrics.forget(sc.layer.Name)
 	sc.deleted = true
+	if kindRemoved {
+		// Its objects keep the layer's label: a layer of the same name
+		// applies them again as its own.
+		return ctrl.Result{}, waitingIn(kraanv1.PruningState, kraanv1.ReasonDeleting, 0,
+			"AddonsLayer deleted without pruning, its objects stay in place: "+why)
+	}
 	return ctrl.Result{}, waitingIn(kraanv1.PruningState, kraanv1.ReasonDeleting, 0, "AddonsLayer deleted, its objects were pruned or adopted")
 }

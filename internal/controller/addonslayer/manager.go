@@ -112,7 +112,9 @@ func newReconciler(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "kraan-artifacts")
 	}
-	store, err := source.New(dir, source.Options{HostOverride: opts.SourceHostOverride})
+	limits := opts.ArtifactLimits
+	limits.HostOverride = opts.SourceHostOverride
+	store, err := source.New(dir, limits)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,25 @@ func (r *Reconciler) reconcileRender(_ context.Context, sc *layerScope) (ctrl.Re
 	}
 	sc.redactor = *rendered.Redactor
 	sc.objects, sc.tests = rendered.Objects, rendered.Tests
+	if err := r.seal(sc); err != nil {
+		return ctrl.Result{}, stalledFailure(kraanv1.ReasonRenderFailed, err.Error())
+	}
 	return ctrl.Result{}, nil
+}
+
+// seal puts the layer's seal on the HelmReleases it applies (see
+// tenancy.Sealer): the seal is part of what is applied, so a HelmRelease a
+// tenant edited is sealed again when the layer applies it again.
+func (r *Reconciler) seal(sc *layerScope) error {
+	if r.Options.Sealer == nil {
+		return nil
+	}
+	for _, obj := range sc.objects {
+		if err := r.Options.Sealer.Seal(sc.layer.Name, obj); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reconcileHandover releases the objects the layer no longer defines, adopts

@@ -42,6 +42,9 @@ type Reconciler struct {
 	// watch names no ServiceAccount (--default-service-account); with
 	// neither, the actions run as the operator.
 	DefaultServiceAccount string
+	// Companions are objects the Go half of the kind makes for an object
+	// (Options.Companions).
+	Companions func(*unstructured.Unstructured) []client.Object
 
 	chartDigest string
 	// summary derives Ready from Operator SDK's conditions and the kind's
@@ -170,15 +173,62 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unst
 	if !controllerutil.ContainsFinalizer(obj, kraanv1.ChartFinalizer) {
 		return nil
 	}
-	if err := r.Engine.Uninstall(ctx, r.targetOf(obj), releaseSpecFor(obj)); err != nil {
+	why, kindRemoved, err := r.kindRemoved(ctx)
+	switch {
+	case err != nil:
 		return err
+	case kindRemoved:
+		if err := r.orphan(ctx, obj); err != nil {
+			return err
+		}
+	default:
+		if err := r.Engine.Uninstall(ctx, r.targetOf(obj), releaseSpecFor(obj)); err != nil {
+			return err
+		}
 	}
 	controllerutil.RemoveFinalizer(obj, kraanv1.ChartFinalizer)
 	if err := r.Update(ctx, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	if kindRemoved {
+		msg := fmt.Sprintf("%s %s/%s deleted without uninstalling its release, whose objects stay in place: %s",
+			obj.GetKind(), obj.GetNamespace(), obj.GetName(), why)
+		r.Events.Warning(obj, kraanv1.ReasonUninstallSkipped, msg)
+		ctrl.LoggerFrom(ctx).Info("Left the release installed", "why", why)
+		return nil
+	}
 	ctrl.LoggerFrom(ctx).Info("Uninstalled release")
 	return nil
+}
+
+// kindRemoved says whether the watched kind's CRD is being deleted (see
+// kit.KindBeingRemoved).
+func (r *Reconciler) kindRemoved(ctx context.Context) (string, bool, error) {
+	gvk := r.Watch.GroupVersionKind()
+	mapping, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		// The kind no longer maps: its CRD is gone.
+		return fmt.Sprintf("the %s kind is no longer served: %v", gvk.Kind, err), true, nil
+	}
+	return kit.KindBeingRemoved(ctx, r.APIReader, mapping.Resource.GroupResource())
+}
+
+// orphan keeps what the release and the kind's Go half made for obj: the
+// owner references to obj go, so the garbage collector leaves them when obj
+// is gone, and the release's records stay for the next object of that name.
+func (r *Reconciler) orphan(ctx context.Context, obj *unstructured.Unstructured) error {
+	current, err := r.Engine.Current(ctx, r.targetOf(obj))
+	if err != nil {
+		return fmt.Errorf("reading the release's objects to keep them: %w", err)
+	}
+	objs := make([]client.Object, 0, len(current.Current))
+	for _, o := range current.Current {
+		objs = append(objs, o)
+	}
+	if r.Companions != nil {
+		objs = append(objs, r.Companions(obj)...)
+	}
+	return kit.Orphan(ctx, r.APIReader, r.Client, obj.GetUID(), objs)
 }
 
 // newObject returns an empty object of the watched kind.

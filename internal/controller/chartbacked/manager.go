@@ -50,6 +50,10 @@ type Options struct {
 	// WatchNamespaces limits the cache of dependents Setup starts; empty is
 	// all namespaces.
 	WatchNamespaces []string
+	// Companions are the objects the Go half of a hybrid kind makes for an
+	// object and owns (a Habitat's peer list and ring key); they stay, as
+	// the release's objects do, when the kind is removed.
+	Companions func(*unstructured.Unstructured) []client.Object
 }
 
 // Setup registers the reconciler of watch w with mgr: one Helm release per
@@ -58,6 +62,7 @@ func Setup(mgr manager.Manager, engine *helm.Engine, w watches.Watch, opts Optio
 	r := &Reconciler{
 		Client:                mgr.GetClient(),
 		APIReader:             mgr.GetAPIReader(),
+		Companions:            opts.Companions,
 		Engine:                engine,
 		Watch:                 w,
 		Events:                kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},

@@ -3,6 +3,7 @@ package helmrelease
 import (
 	"context"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -10,11 +11,16 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 )
 
-// reconcileAccess refuses, under --no-cross-namespace-refs, a release that
+// reconcileAccess holds a layer's HelmRelease whose spec is not the one the
+// layer applied (see tenancy.Identity.Unsealed) until the layer applies it
+// again, and refuses, under --no-cross-namespace-refs, a release that
 // refers to an object in another namespace (its chart's source, a
 // dependency), as Flux's flag does: a tenant must not read another tenant's
 // sources or wait on its releases. It stalls until the spec changes.
 func (r *Reconciler) reconcileAccess(_ context.Context, sc *releaseScope) (ctrl.Result, error) {
+	if err := r.Tenancy.IdentityOf(sc.hr).Unsealed; err != nil {
+		return ctrl.Result{}, kit.Waiting(kraanv1.ReasonLayerSealMismatch, unsealedRecheck, err)
+	}
 	if !r.NoCrossNamespaceRefs {
 		return ctrl.Result{}, nil
 	}
@@ -43,3 +49,8 @@ func crossNamespaceRef(hr *kraanv1.HelmRelease) (field, namespace string) {
 	}
 	return "", ""
 }
+
+// unsealedRecheck is how often a layer's HelmRelease waiting for its layer
+// is looked at again: the layer's apply changes its seal annotation, which
+// the watch sees first.
+const unsealedRecheck = 5 * time.Minute

@@ -20,20 +20,25 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
 	"github.com/kraan-io/kraan-operator/internal/pace"
 	"github.com/kraan-io/kraan-operator/internal/releasespec"
+	"github.com/kraan-io/kraan-operator/internal/source"
+	"github.com/kraan-io/kraan-operator/internal/tenancy"
 )
 
 // Options are the HelmRelease controller's settings.
 type Options struct {
 	// ControllerOptions are the workers and retry delays.
 	kit.ControllerOptions
-	// DefaultServiceAccount is impersonated by HelmReleases that name none.
-	DefaultServiceAccount string
+	// Tenancy says as whom a HelmRelease naming no ServiceAccount acts.
+	Tenancy tenancy.Policy
 	// Charts gets the charts; by default from Flux sources, with artifacts
 	// kept under ChartArtifactsDir.
 	Charts releasespec.ChartGetter
 	// ChartArtifactsDir holds the source artifacts charts are read from;
 	// defaults to a directory under the system's temporary directory.
 	ChartArtifactsDir string
+	// ArtifactLimits cap what a source artifact holding a chart may
+	// download and extract to; zero fields take source's defaults.
+	ArtifactLimits source.Options
 	// ChartFetch caps what chart repositories and registries may send and
 	// sizes the caches of what they sent; unused when Charts is set.
 	ChartFetch chart.Options
@@ -113,9 +118,10 @@ type Reconciler struct {
 	Engine    *helm.Engine
 	Charts    releasespec.ChartGetter
 	Events    kit.Events
-	// DefaultServiceAccount is impersonated when a HelmRelease names none
-	// (--default-service-account), to lock tenants down.
-	DefaultServiceAccount string
+	// Tenancy says as whom a HelmRelease naming no ServiceAccount acts
+	// (--multi-tenancy-lockdown, --default-service-account,
+	// --platform-namespaces).
+	Tenancy tenancy.Policy
 	// NoCrossNamespaceRefs refuses references to other namespaces.
 	NoCrossNamespaceRefs bool
 	// DependencyRequeue is how often a release waiting on dependencies is

@@ -26,8 +26,10 @@ import (
 // blip, short enough that a namespace deletion never waits on us for good.
 const namespaceUninstallGrace = 5 * time.Minute
 
-// reconcileDelete uninstalls the release, then lets the object go. As in
-// Flux, the release is left installed when the object is suspended, when
+// reconcileDelete uninstalls the release, then lets the object go. The
+// release is left installed when the HelmRelease CRD is being deleted (every
+// HelmRelease goes with it: see kit.KindBeingRemoved) and, as in Flux, when
+// the object is suspended, when
 // the identity it would be uninstalled with is gone (the kubeConfig Secret,
 // the impersonated ServiceAccount) and, in a namespace being deleted, when
 // uninstalling is refused or keeps failing (see uninstallOnDelete).
@@ -39,7 +41,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *releaseScope) (ctr
 		sc.deleted = true
 		return ctrl.Result{}, nil
 	}
-	if !hr.Spec.Suspend {
+	why, kindRemoved, err := kit.KindBeingRemoved(ctx, r.APIReader, helmReleasesResource)
+	if err != nil {
+		return ctrl.Result{}, kit.Transient(kraanv1.ReasonUninstallFailed, err)
+	}
+	switch {
+	case kindRemoved:
+		r.leaveInstalled(ctx, sc, r.targetOf(hr), why+": the release stays, with its records, for a HelmRelease of the same name to adopt")
+	case !hr.Spec.Suspend:
 		if err := r.uninstallOnDelete(ctx, sc); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -54,6 +63,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *releaseScope) (ctr
 	sc.deleted = true
 	return ctrl.Result{}, nil
 }
+
+// helmReleasesResource is the resource whose CRD's deletion makes a
+// HelmRelease's deletion leave its release installed.
+var helmReleasesResource = kraanv1.GroupVersion.WithResource("helmreleases").GroupResource()
 
 // ownerOf names hr as the user of a remote cluster's clients.
 func ownerOf(hr *kraanv1.HelmRelease) string {

@@ -56,18 +56,18 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	r := &Reconciler{
-		Client:                mgr.GetClient(),
-		APIReader:             mgr.GetAPIReader(),
-		Engine:                engine,
-		Charts:                opts.Charts,
-		Events:                kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
-		DefaultServiceAccount: opts.DefaultServiceAccount,
-		NoCrossNamespaceRefs:  opts.NoCrossNamespaceRefs,
-		HelmDefaults:          opts.HelmDefaults,
-		DependencyRequeue:     opts.dependencyRequeue(),
-		Metrics:               metrics,
-		runs:                  newRuns(opts.MaxConcurrentReconciles, opts.runGracePeriod()),
-		written:               newWriteLog(),
+		Client:               mgr.GetClient(),
+		APIReader:            mgr.GetAPIReader(),
+		Engine:               engine,
+		Charts:               opts.Charts,
+		Events:               kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
+		Tenancy:              opts.Tenancy,
+		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
+		HelmDefaults:         opts.HelmDefaults,
+		DependencyRequeue:    opts.dependencyRequeue(),
+		Metrics:              metrics,
+		runs:                 newRuns(opts.MaxConcurrentReconciles, opts.runGracePeriod()),
+		written:              newWriteLog(),
 	}
 	r.floor = opts.IntervalFloor()
 	r.pacer = pace.New(pace.Options{Max: opts.MaxConcurrentRollouts, OnTurn: r.runs.requeue})
@@ -76,7 +76,7 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		return fmt.Errorf("adding the Helm runs' shutdown: %w", err)
 	}
 	if r.Charts == nil {
-		charts, err := newSourceCharts(mgr, opts.ChartArtifactsDir, opts.ChartFetch)
+		charts, err := newSourceCharts(mgr, opts.ChartArtifactsDir, opts.ArtifactLimits, opts.ChartFetch)
 		if err != nil {
 			return err
 		}
@@ -90,13 +90,13 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 	return r.setupWithManager(mgr, opts)
 }
 
-// newSourceCharts gets charts from Flux sources, keeping artifacts in dir,
-// with fetch's caps on what repositories may send.
-func newSourceCharts(mgr ctrl.Manager, dir string, fetch chart.Options) (*releasespec.SourceCharts, error) {
+// newSourceCharts gets charts from Flux sources, keeping artifacts in dir
+// under limits, with fetch's caps on what repositories may send.
+func newSourceCharts(mgr ctrl.Manager, dir string, limits source.Options, fetch chart.Options) (*releasespec.SourceCharts, error) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "kraan-operator", "chart-artifacts")
 	}
-	store, err := source.New(dir, source.Options{})
+	store, err := source.New(dir, limits)
 	if err != nil {
 		return nil, fmt.Errorf("opening the chart artifact store: %w", err)
 	}

@@ -42,7 +42,7 @@ func (r *Reconciler) resolvedTarget(ctx context.Context, hr *kraanv1.HelmRelease
 }
 
 func (r *Reconciler) targetOf(hr *kraanv1.HelmRelease) helm.Target {
-	t := releasespec.TargetOf(hr, r.DefaultServiceAccount)
+	t := releasespec.TargetOf(hr, r.Tenancy.IdentityOf(hr).ServiceAccount)
 	t.PostRenderStrategy = r.HelmDefaults.PostRenderStrategy(&hr.Spec)
 	t.WaitStrategy, t.HealthCheckExprs = waitOf(r.HelmDefaults, &hr.Spec)
 	return t

@@ -12,6 +12,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/releasespec"
+	"github.com/kraan-io/kraan-operator/internal/tenancy"
 )
 
 func TestReconciler_targetOf(t *testing.T) {
@@ -41,10 +42,14 @@ func TestReconciler_targetOf(t *testing.T) {
 		{"the release's own account beats the default", "restricted", kraanv1.HelmReleaseSpec{ServiceAccountName: "deployer"},
 			"app", "team", "team", "system:serviceaccount:team:deployer"},
 	}
+	// Under the lockdown a tenant's release acts as its namespace's
+	// default account (internal/tenancy has the rest of the rules).
+	locked := &Reconciler{Tenancy: tenancy.Policy{Lockdown: true}}
+	NewWithT(t).Expect(locked.targetOf(release(kraanv1.HelmReleaseSpec{})).Impersonate).To(Equal("system:serviceaccount:team:default"))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			r := &Reconciler{DefaultServiceAccount: tc.defaultSA}
+			r := &Reconciler{Tenancy: tenancy.Policy{ServiceAccount: tc.defaultSA}}
 			target := r.targetOf(release(tc.spec))
 			g.Expect(target.ReleaseName).To(HavePrefix(tc.wantRelease))
 			g.Expect(len(target.ReleaseName)).To(BeNumerically("<=", 53))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kraan-io/kraan-operator/internal/apply"
 	"github.com/kraan-io/kraan-operator/internal/redact"
+	"github.com/kraan-io/kraan-operator/internal/tenancy"
 )
 
 // Action is what applying the desired state would do to one object.
@@ -131,6 +132,9 @@ func clean(obj *unstructured.Unstructured) *unstructured.Unstructured {
 		unstructured.RemoveNestedField(c.Object, "metadata", f)
 	}
 	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration")
+	// The operator seals a layer's HelmReleases as it applies them; a
+	// working copy rendered here has no seal, and needs none to be the same.
+	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", tenancy.SealAnnotation)
 	if len(c.GetAnnotations()) == 0 {
 		unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
 	}

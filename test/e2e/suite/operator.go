@@ -68,6 +68,12 @@ type OperatorProcess struct {
 	Args []string
 	// Env is added to the test process's environment.
 	Env []string
+	// Lockdown keeps the operator's --multi-tenancy-lockdown default. Off
+	// (most tests), the process starts with --multi-tenancy-lockdown=false:
+	// those tests create HelmReleases in namespaces of their own as the
+	// cluster admin would in platform namespaces, and are about something
+	// else than who a tenant's release acts as.
+	Lockdown bool
 }
 
 // RunningOperator is an operator process StartOperator started.
@@ -110,6 +116,9 @@ func StartOperator(ctx context.Context, p OperatorProcess) (*RunningOperator, er
 		"--health-probe-bind-address="+op.probe,
 		"--log-format=console")
 	args = append(args, recordKeyNamespaceArgs(p)...)
+	if !p.Lockdown {
+		args = append(args, "--multi-tenancy-lockdown=false")
+	}
 	op.proc, err = localplane.StartProcess(localplane.ProcessOptions{
 		Name: p.Name, Dir: p.Dir, Binary: p.Binary, Args: args,
 		Env: append(append([]string{}, p.Env...), "TMPDIR="+tmp),

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kraan-io/kraan-operator/test/chartrepo"
@@ -36,6 +37,8 @@ var (
 	operatorBinary string
 	// workDir holds the operators' logs; kept when a test fails.
 	workDir string
+	// restConfig is the plane's admin config, to install the CRDs again.
+	restConfig *rest.Config
 )
 
 func TestMain(m *testing.M) {
@@ -46,7 +49,7 @@ func TestMain(m *testing.M) {
 
 // setUp builds the operator and starts the sources with the small chart.
 func setUp(s *suite.Suite) error {
-	k8s, kubeconfig = s.Client, s.Kubeconfig
+	k8s, kubeconfig, restConfig = s.Client, s.Kubeconfig, s.Config
 	scBin := os.Getenv("KRAAN_SOURCE_CONTROLLER")
 	if scBin == "" {
 		return errors.New("KRAAN_SOURCE_CONTROLLER is not set: run the tests with `make test`, which builds Flux source-controller and sets it")

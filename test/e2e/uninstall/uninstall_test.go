@@ -25,6 +25,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/plugin"
 	"github.com/kraan-io/kraan-operator/test/env"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // The workload: standalone releases web and cache, layer base (a ConfigMap
@@ -96,6 +97,38 @@ func TestUninstall(t *testing.T) {
 		expectUnchanged(t, before, takeSnapshot(t), true)
 	})
 
+	t.Run("DeletingTheCRDs_KeepsEveryWorkload", func(t *testing.T) {
+		// Issue #43: OLM v1 deletes the CRDs it installed, and people delete
+		// CRDs by mistake, while the operator runs. Every object of the
+		// kinds goes, and no finalizer may uninstall or prune on the way.
+		running := startOperatorPod(t, "operator-3")
+		g := NewWithT(t)
+		ctx := context.Background()
+		for _, name := range operatorCRDs {
+			crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			g.Expect(k8s.Delete(ctx, crd)).To(Succeed())
+		}
+		g.Eventually(crdsPresent).WithTimeout(timeout).WithPolling(poll).Should(BeZero(), "the operator let every object go")
+		g.Expect(running.State()).To(BeNil(), "the operator still runs")
+		after := takeSnapshot(t)
+		g.Expect(after.resources).To(BeEmpty())
+		expectUnchanged(t, before, after, false)
+		expectOrphaned(g)
+
+		// The kinds and their objects come back: the operator adopts every
+		// release. A HelmRelease's revision is its record signed for the new
+		// object; a Habitat's release gets one revision, as its objects'
+		// owner reference names the new Habitat.
+		g.Expect(testenv.InstallCRDs(restConfig)).To(Succeed())
+		createResources(t)
+		waitManaged(t)
+		back := takeSnapshot(t)
+		g.Expect(back.revisions[habitatName]).To(BeNumerically("<=", before.revisions[habitatName]+1))
+		back.revisions[habitatName] = before.revisions[habitatName]
+		expectUnchanged(t, before, back, false)
+		before = takeSnapshot(t) // the custom resources are new
+	})
+
 	t.Run("CRDs_WorkloadsStay", func(t *testing.T) {
 		g := NewWithT(t)
 		r := kraan(t, "uninstall", "--crds")
@@ -106,20 +139,41 @@ func TestUninstall(t *testing.T) {
 		after := takeSnapshot(t)
 		g.Expect(after.resources).To(BeEmpty())
 		expectUnchanged(t, before, after, false)
-		sts := &appsv1.StatefulSetList{}
-		g.Expect(k8s.List(context.Background(), sts, client.InNamespace(appsNamespace))).To(Succeed())
-		g.Expect(sts.Items).NotTo(BeEmpty(), "the Habitat's StatefulSet stays")
-		for _, s := range sts.Items {
-			g.Expect(s.OwnerReferences).To(BeEmpty(), "the garbage collector orphaned StatefulSet %s", s.Name)
-		}
+		expectOrphaned(g)
 	})
 }
 
-// createWorkload creates the releases, the layer and the Habitat.
+// operatorCRDs are the CRDs of the operator's kinds.
+var operatorCRDs = []string{"addonslayers.kraan.io", "helmreleases.kraan.io", "habitats.habitat.kraan.io"}
+
+// expectOrphaned: the Habitat's StatefulSet stays, owned by nothing.
+func expectOrphaned(g Gomega) {
+	sts := &appsv1.StatefulSetList{}
+	g.Expect(k8s.List(context.Background(), sts, client.InNamespace(appsNamespace))).To(Succeed())
+	g.Expect(sts.Items).NotTo(BeEmpty(), "the Habitat's StatefulSet stays")
+	for _, s := range sts.Items {
+		g.Expect(s.OwnerReferences).To(BeEmpty(), "StatefulSet %s was orphaned", s.Name)
+	}
+}
+
+// createWorkload creates the namespace, commits the layer's source, and
+// creates the custom resources.
 func createWorkload(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appsNamespace}})).To(Succeed())
+	commitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err := sources.Commit(commitCtx, "layer base", map[string]string{"layers": "testdata/layers"})
+	g.Expect(err).NotTo(HaveOccurred())
+	createResources(t)
+}
+
+// createResources creates the standalone releases, the layer and the
+// Habitat.
+func createResources(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
 	for _, name := range standaloneReleases {
 		g.Expect(k8s.Create(ctx, &kraanv1.HelmRelease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: appsNamespace, Name: name},
@@ -130,10 +184,6 @@ func createWorkload(t *testing.T) {
 			},
 		})).To(Succeed())
 	}
-	commitCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	_, err := sources.Commit(commitCtx, "layer base", map[string]string{"layers": "testdata/layers"})
-	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(k8s.Create(ctx, &kraanv1.AddonsLayer{
 		ObjectMeta: metav1.ObjectMeta{Name: layerName},
 		Spec: kraanv1.AddonsLayerSpec{
@@ -287,7 +337,7 @@ func expectOperatorGone(g Gomega) {
 // crdsPresent counts the operator's CRDs still served.
 func crdsPresent(g Gomega) int {
 	n := 0
-	for _, name := range []string{"addonslayers.kraan.io", "helmreleases.kraan.io", "habitats.habitat.kraan.io"} {
+	for _, name := range operatorCRDs {
 		err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
 		if err == nil {
 			n++
