@@ -43,11 +43,11 @@ func TestRun_Help_ListsOnlyTheOperatorsFlags(t *testing.T) {
 		"leader-election-lease-duration", "leader-election-namespace", "leader-election-renew-deadline",
 		"leader-election-retry-period", "log-format", "log-level", "max-artifact-file-size", "max-artifact-files",
 		"max-artifact-size", "max-chart-decompressed-size", "max-chart-file-size", "max-chart-files", "max-chart-size",
-		"max-concurrent-rollouts", "max-index-size",
-		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-release-record-size", "max-retry-delay", "metrics-bind-address",
+		"max-concurrent-renders", "max-concurrent-rollouts", "max-index-size",
+		"max-oci-manifest-size", "max-oci-tag-pages", "max-oci-tags", "max-release-record-size", "max-render-memory", "max-render-output", "max-retry-delay", "metrics-bind-address",
 		"metrics-cert-dir", "metrics-secure", "min-reconcile-interval", "min-retry-delay", "multi-tenancy-lockdown", "no-cross-namespace-refs",
 		"platform-namespaces", "pprof-bind-address",
-		"release-record-key-namespace", "release-record-key-secret", "requeue-dependency", "source-host-override",
+		"release-record-key-namespace", "release-record-key-secret", "render-timeout", "requeue-dependency", "source-host-override",
 		"watch-configs-label-selector", "watch-label-selector", "watch-namespace", "watches-file",
 	}))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/helm/sandbox"
 	"github.com/kraan-io/kraan-operator/internal/operator"
 	"github.com/kraan-io/kraan-operator/internal/pace"
 	"github.com/kraan-io/kraan-operator/internal/source"
@@ -73,6 +74,8 @@ type options struct {
 	artifactLimits source.Options
 	// maxRecordSize bounds a Helm release record before it is encoded.
 	maxRecordSize int64
+	// renderLimits bound the worker each chart's templates run in.
+	renderLimits sandbox.Limits
 	// helmDefaults are the defaults of the fields Flux v1.5/v1.6 added,
 	// switched to Helm 3's by --feature-gates=UseHelm3Defaults=true.
 	helmDefaults defaults.Defaults
@@ -177,6 +180,7 @@ func newFlagSet(opts *options, output io.Writer) *flag.FlagSet {
 	addChartFetchFlags(fs, &opts.chartFetch)
 	addArtifactFlags(fs, &opts.artifactLimits)
 	opts.maxRecordSize = helm.DefaultMaxRecordBytes
+	addRenderFlags(fs, &opts.renderLimits)
 	fs.Var(byteSize{&opts.maxRecordSize}, flagName(helm.FlagMaxRecordSize),
 		"Most a Helm release record may hold before it is encoded (chart files, manifest, hooks, values); "+
 			"a revision over it fails before anything is applied.")
@@ -225,6 +229,38 @@ func addArtifactFlags(fs *flag.FlagSet, o *source.Options) {
 		"Largest file extracted from a source artifact.")
 	fs.IntVar(&o.MaxFiles, flagName(source.FlagMaxArtifactFiles), source.DefaultMaxFiles,
 		"Most files, directories and links in a source artifact.")
+}
+
+// checkLimits refuses counts and bounds that would let nothing through:
+// tags, chart and artifact files, renders.
+func (o *options) checkLimits() error {
+	if o.chartFetch.MaxTags < 1 || o.chartFetch.MaxTagPages < 1 {
+		return fmt.Errorf("%s and %s must be at least 1, got %d and %d", chart.FlagMaxTags, chart.FlagMaxTagPages,
+			o.chartFetch.MaxTags, o.chartFetch.MaxTagPages)
+	}
+	if o.chartFetch.MaxChartFiles < 1 || o.artifactLimits.MaxFiles < 1 {
+		return fmt.Errorf("%s and %s must be at least 1, got %d and %d", chart.FlagMaxChartFiles, source.FlagMaxArtifactFiles,
+			o.chartFetch.MaxChartFiles, o.artifactLimits.MaxFiles)
+	}
+	if o.renderLimits.Timeout <= 0 || o.renderLimits.Concurrent < 1 {
+		return fmt.Errorf("%s must be above 0 and %s at least 1, got %s and %d", sandbox.FlagTimeout, sandbox.FlagConcurrent,
+			o.renderLimits.Timeout, o.renderLimits.Concurrent)
+	}
+	return nil
+}
+
+// addRenderFlags declares the bounds of the worker a chart's templates run
+// in: what one release's templates may cost the operator.
+func addRenderFlags(fs *flag.FlagSet, l *sandbox.Limits) {
+	l.Memory, l.Output, l.Timeout, l.Concurrent = sandbox.DefaultMemory, sandbox.DefaultOutput, sandbox.DefaultTimeout, sandbox.DefaultConcurrent
+	fs.Var(byteSize{&l.Memory}, flagName(sandbox.FlagMemory),
+		"Most memory (data mapped) the worker rendering one chart's templates may use; a render over it fails its release.")
+	fs.Var(byteSize{&l.Output}, flagName(sandbox.FlagOutput),
+		"Most text one chart's templates may render, all files summed, and the most one template lookup may answer.")
+	fs.DurationVar(&l.Timeout, flagName(sandbox.FlagTimeout), sandbox.DefaultTimeout,
+		"Longest one chart's templates may take to render; the worker is killed after it.")
+	fs.IntVar(&l.Concurrent, flagName(sandbox.FlagConcurrent), sandbox.DefaultConcurrent,
+		"Most render workers running at once; each may use --max-render-memory.")
 }
 
 // flagName is a flag's name without its leading dashes.
@@ -293,13 +329,8 @@ func (o *options) check() error {
 	if _, err := o.labelSelector(); err != nil {
 		return err
 	}
-	if o.chartFetch.MaxTags < 1 || o.chartFetch.MaxTagPages < 1 {
-		return fmt.Errorf("%s and %s must be at least 1, got %d and %d", chart.FlagMaxTags, chart.FlagMaxTagPages,
-			o.chartFetch.MaxTags, o.chartFetch.MaxTagPages)
-	}
-	if o.chartFetch.MaxChartFiles < 1 || o.artifactLimits.MaxFiles < 1 {
-		return fmt.Errorf("%s and %s must be at least 1, got %d and %d", chart.FlagMaxChartFiles, source.FlagMaxArtifactFiles,
-			o.chartFetch.MaxChartFiles, o.artifactLimits.MaxFiles)
+	if err := o.checkLimits(); err != nil {
+		return err
 	}
 	if o.concurrent < 1 {
 		return fmt.Errorf("--concurrent must be at least 1, got %d", o.concurrent)

@@ -67,7 +67,7 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 	}
 	var why string
 	for _, r := range renderings {
-		want, err := renderForAdoption(ctx, cfg, req, r.chart, r.pr, r.strategy)
+		want, err := e.renderForAdoption(ctx, cfg, req, r.chart, r.pr, r.strategy)
 		if err != nil {
 			// Not adopted: the upgrade Plan chooses reports the same error.
 			log.V(1).Info("Not adopting a release made by another Helm client: the chart does not render",
@@ -104,14 +104,19 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 // (Helm 4's client dry run would replace the configuration's kube client and
 // storage). SkipCRDs: the manifest never holds crds/, and a dry run would
 // only warn about them.
-func renderForAdoption(ctx context.Context, cfg *action.Configuration, req Request,
+func (e *Engine) renderForAdoption(ctx context.Context, cfg *action.Configuration, req Request,
 	c *chart.Chart, pr postrenderer.PostRenderer, strategy kraanv1.PostRenderStrategy) (*release.Release, error) {
 	target := req.Target
 	target.PostRenderStrategy = strategy
 	render := newInstall(cfg, target, req.Spec, ApplyMethods{}, nil)
 	render.DryRunStrategy, render.SkipCRDs = action.DryRunServer, true
 	render.PostRenderer = pr
-	rendered, err := render.RunWithContext(ctx, c, maps.Clone(req.Desired.Values))
+	literal, done, err := e.sandboxed(ctx, cfg, c, req.Desired.Values, installRelease(render))
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	rendered, err := render.RunWithContext(ctx, literal, maps.Clone(req.Desired.Values))
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/go-logr/logr"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/helm/sandbox"
 	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
@@ -36,6 +38,12 @@ type Engine struct {
 	recordKey []byte
 	// maxRecordBytes bounds a release record (LimitRecordSize).
 	maxRecordBytes int64
+	// renderer runs charts' templates in bounded workers
+	// (RenderInSandbox); nil runs them in the process.
+	renderer *sandbox.Renderer
+	// literals maps the literal charts the engine hands Helm's actions to
+	// the charts they stand for (sandboxed).
+	literals sync.Map
 }
 
 // NewEngine returns an engine talking to the cluster of config.

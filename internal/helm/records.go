@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	ri "helm.sh/helm/v4/pkg/release"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage"
@@ -236,25 +237,35 @@ func verifyRecord(key []byte, b recordBinding, rel *release.Release, stored []by
 	}
 	claimed := recordBinding{storageNamespace: b.storageNamespace, release: rel.Name, owner: types.UID(rel.Labels[RecordOwnerLabel])}
 	for _, canonical := range canonicals {
-		switch {
-		case scheme == schemeBinding && hmac.Equal([]byte(sig), []byte(signature(key, claimed, rel, canonical))):
-			// Genuine, and made for what it claims: verified only where
-			// that is here.
-			if !storedWhereSigned(b, rel) || (b.owner != "" && claimed.owner != b.owner) {
-				return verification{trust: RecordUnverified}
-			}
-			return verification{trust: RecordVerified}
-		case scheme != schemeBinding && hmac.Equal([]byte(sig), []byte(legacySignature(key, b.storageNamespace, canonical))):
-			if !storedWhereSigned(b, rel) {
-				return verification{trust: RecordUnverified}
-			}
-			// Scheme 1 bound no owner: the first object to read the
-			// record for its own release takes it, as the release's
-			// records were its own before the upgrade.
-			return verification{trust: RecordVerified, migrate: signature(key, b, rel, canonical)}
+		if v, genuine := verifySignature(key, b, claimed, rel, scheme, sig, canonical); genuine {
+			return v
 		}
 	}
 	return verification{trust: RecordTampered}
+}
+
+// verifySignature checks sig of scheme against rel encoded as canonical:
+// genuine says it was made by the key; the verdict then says whether rel is
+// verified where b reads it.
+func verifySignature(key []byte, b, claimed recordBinding, rel *release.Release, scheme, sig string, canonical []byte) (verification, bool) {
+	switch {
+	case scheme == schemeBinding && hmac.Equal([]byte(sig), []byte(signature(key, claimed, rel, canonical))):
+		// Genuine, and made for what it claims: verified only where that
+		// is here.
+		if !storedWhereSigned(b, rel) || (b.owner != "" && claimed.owner != b.owner) {
+			return verification{trust: RecordUnverified}, true
+		}
+		return verification{trust: RecordVerified}, true
+	case scheme != schemeBinding && hmac.Equal([]byte(sig), []byte(legacySignature(key, b.storageNamespace, canonical))):
+		if !storedWhereSigned(b, rel) {
+			return verification{trust: RecordUnverified}, true
+		}
+		// Scheme 1 bound no owner: the first object to read the record for
+		// its own release takes it, as the release's records were its own
+		// before the upgrade.
+		return verification{trust: RecordVerified, migrate: signature(key, b, rel, canonical)}, true
+	}
+	return verification{}, false
 }
 
 // storedWhereSigned says whether rel is stored under the key its content
@@ -286,6 +297,17 @@ type signingDriver struct {
 	stored *storedRecords
 	// maxBytes bounds a new record (checkRecordSize).
 	maxBytes int64
+	// original is the chart a literal chart stands for (the engine's
+	// originalChart): a record keeps the chart as it came, not its
+	// rendering.
+	original func(*chart.Chart) *chart.Chart
+}
+
+// keepOriginal puts back in rel the chart its literal one stands for.
+func (d *signingDriver) keepOriginal(rel *release.Release) {
+	if d.original != nil {
+		rel.Chart = d.original(rel.Chart)
+	}
 }
 
 // Get reads and classifies one record.
@@ -327,6 +349,7 @@ func (d *signingDriver) Create(key string, r ri.Releaser) error {
 		return fmt.Errorf("signing release record %s: %w", key, errors.Join(err, errNoRecord))
 	}
 	delete(rel.Labels, recordTrustLabel)
+	d.keepOriginal(rel)
 	if err := checkRecordSize(rel, d.maxBytes); err != nil {
 		return err
 	}
@@ -342,6 +365,7 @@ func (d *signingDriver) Update(key string, r ri.Releaser) error {
 	if err != nil || rel == nil {
 		return fmt.Errorf("signing release record %s: %w", key, errors.Join(err, errNoRecord))
 	}
+	d.keepOriginal(rel)
 	if err := d.sign(rel); err != nil {
 		return err
 	}
@@ -512,7 +536,8 @@ func (e *Engine) recordStorage(secrets corev1client.SecretInterface, target Targ
 	d := driver.NewSecrets(stored)
 	d.SetLogger(log)
 	binding := recordBinding{storageNamespace: target.StorageNamespace, release: target.ReleaseName, owner: target.Owner}
-	return storage.Init(&signingDriver{Driver: d, key: e.recordKey, binding: binding, stored: stored, maxBytes: e.recordLimit()})
+	return storage.Init(&signingDriver{Driver: d, key: e.recordKey, binding: binding, stored: stored, maxBytes: e.recordLimit(),
+		original: e.originalChart})
 }
 
 // hooksOfLatestReplayable says whether the hooks of the newest record of a

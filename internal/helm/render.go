@@ -100,12 +100,23 @@ func (e *Engine) dryRun(ctx context.Context, cfg *action.Configuration, target T
 		install := newInstall(cfg, target, spec, ApplyMethods{}, labels)
 		install.DryRunStrategy = action.DryRunServer
 		install.PostRenderer = postRendererFor(spec, nil)
-		rendered, err = install.RunWithContext(ctx, forPostRendering(desired.Chart, install.PostRenderer), desired.Values)
+		c, done, sandboxErr := e.sandboxed(ctx, cfg, forPostRendering(desired.Chart, install.PostRenderer), desired.Values, installRelease(install))
+		if sandboxErr != nil {
+			return "", sandboxErr
+		}
+		defer done()
+		rendered, err = install.RunWithContext(ctx, c, desired.Values)
 	} else {
 		upgrade := newUpgrade(cfg, target, spec, ApplyMethods{}, latest, labels)
 		upgrade.DryRunStrategy = action.DryRunServer
 		upgrade.PostRenderer = postRendererFor(spec, nil)
-		rendered, err = upgrade.RunWithContext(ctx, target.ReleaseName, forPostRendering(desired.Chart, upgrade.PostRenderer), desired.Values)
+		c, done, sandboxErr := e.sandboxedUpgrade(ctx, cfg, upgrade, target.ReleaseName,
+			forPostRendering(desired.Chart, upgrade.PostRenderer), desired.Values, latest)
+		if sandboxErr != nil {
+			return "", sandboxErr
+		}
+		defer done()
+		rendered, err = upgrade.RunWithContext(ctx, target.ReleaseName, c, desired.Values)
 	}
 	if err != nil {
 		return "", err

@@ -347,7 +347,13 @@ func (e *Engine) install(ctx context.Context, cfg *action.Configuration, req Req
 	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err != nil {
 		return nil, err
 	}
-	installed, err := install.RunWithContext(ctx, forPostRendering(req.Desired.Chart, install.PostRenderer), req.Desired.Values)
+	c, done, err := e.sandboxed(ctx, cfg, forPostRendering(req.Desired.Chart, install.PostRenderer), req.Desired.Values,
+		installRelease(install))
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	installed, err := install.RunWithContext(ctx, c, req.Desired.Values)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +367,13 @@ func (e *Engine) upgrade(ctx context.Context, cfg *action.Configuration, req Req
 	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, upgradeCRDsPolicy(req.Spec)); err != nil {
 		return err
 	}
-	_, err := upgrade.RunWithContext(ctx, req.Target.ReleaseName, forPostRendering(req.Desired.Chart, upgrade.PostRenderer), req.Desired.Values)
+	c, done, err := e.sandboxedUpgrade(ctx, cfg, upgrade, req.Target.ReleaseName,
+		forPostRendering(req.Desired.Chart, upgrade.PostRenderer), req.Desired.Values, obs.Latest)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = upgrade.RunWithContext(ctx, req.Target.ReleaseName, c, req.Desired.Values)
 	return err
 }
 

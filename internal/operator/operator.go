@@ -29,6 +29,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/helm/sandbox"
 	"github.com/kraan-io/kraan-operator/internal/releasespec"
 	"github.com/kraan-io/kraan-operator/internal/source"
 	"github.com/kraan-io/kraan-operator/internal/tenancy"
@@ -63,6 +64,9 @@ type Options struct {
 	// MaxRecordSize bounds a Helm release record before it is encoded;
 	// 0 keeps helm.DefaultMaxRecordBytes.
 	MaxRecordSize int64
+	// RenderLimits bound the worker each chart's templates run in (see
+	// internal/helm/sandbox); zero fields take its defaults.
+	RenderLimits sandbox.Limits
 	// ChartFetch caps what chart repositories and registries may send and
 	// sizes the caches of what they sent; zero fields take chart's defaults.
 	ChartFetch chart.Options
@@ -136,6 +140,9 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	}
 	engine.SignRecordsWith(key)
 	engine.LimitRecordSize(opts.MaxRecordSize)
+	if err := engine.RenderInSandbox(opts.RenderLimits); err != nil {
+		return err
+	}
 	sealer, err := tenancy.NewSealer(key)
 	if err != nil {
 		return err

@@ -74,7 +74,7 @@ func TestSealer_aLayersSpecAsTheAPIServerStoresItIsSealed(t *testing.T) {
 
 	obj := sealedObject(t, s)
 	g.Expect(obj.GetAnnotations()).To(HaveKey(SealAnnotation))
-	g.Expect(env.Client.Patch(ctx, obj, client.Apply, client.FieldOwner("kraan-operator"), client.ForceOwnership)).To(Succeed())
+	g.Expect(env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("kraan-operator"), client.ForceOwnership)).To(Succeed())
 
 	stored := &kraanv1.HelmRelease{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "ingress"}, stored)).To(Succeed())
@@ -94,7 +94,7 @@ func TestSealer_aLayersSpecAsTheAPIServerStoresItIsSealed(t *testing.T) {
 	g.Expect(env.Client.Update(ctx, stored)).To(Succeed())
 	g.Expect(s.Sealed("platform", stored)).To(BeFalse())
 	apply := func() {
-		g.Expect(env.Client.Patch(ctx, sealedObject(t, s), client.Apply, client.FieldOwner("kraan-operator"), client.ForceOwnership)).To(Succeed())
+		g.Expect(env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(sealedObject(t, s)), client.FieldOwner("kraan-operator"), client.ForceOwnership)).To(Succeed())
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "ingress"}, stored)).To(Succeed())
 	}
 	apply()
