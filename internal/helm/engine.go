@@ -203,8 +203,16 @@ func (e *Engine) configFor(target Target, log slog.Handler, pause func() func())
 // Uninstall removes the release, honouring spec.uninstall. A release that is
 // not in storage is already gone.
 func (e *Engine) Uninstall(ctx context.Context, target Target, spec *kraanv1.HelmReleaseSpec) error {
+	return e.UninstallPausing(ctx, target, spec, nil)
+}
+
+// UninstallPausing is Uninstall, calling pause when it starts waiting for
+// the release's objects to go and the function pause returns when it stops
+// (as Request.Pause does for a run): a caller bounding the uninstalls that
+// work at once frees the place while one waits.
+func (e *Engine) UninstallPausing(ctx context.Context, target Target, spec *kraanv1.HelmReleaseSpec, pause func() func()) error {
 	logs := &logTail{}
-	cfg, err := e.configFor(target, logs.handler(logr.FromContextOrDiscard(ctx)), nil)
+	cfg, err := e.configFor(target, logs.handler(logr.FromContextOrDiscard(ctx)), pause)
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,11 @@ func (r *Reconciler) uninstallOnDelete(ctx context.Context, sc *releaseScope) er
 		return nil
 	}
 	if err == nil {
-		if err = r.Engine.Uninstall(ctx, target, &hr.Spec); err == nil {
+		var started bool
+		if started, err = r.uninstallOffWorker(ctx, sc, target); started {
+			return kit.Waiting(kraanv1.ReasonProgressing, 0, fmt.Errorf("uninstalling release %s/%s", target.StorageNamespace, target.ReleaseName))
+		}
+		if err == nil {
 			r.Events.Normal(hr, kraanv1.ReasonUninstallSucceeded, "Release "+target.ReleaseName+" uninstalled")
 			return nil
 		}
@@ -109,6 +113,27 @@ func (r *Reconciler) uninstallOnDelete(ctx context.Context, sc *releaseScope) er
 		return nil
 	}
 	return err
+}
+
+// uninstallOffWorker uninstalls hr's release in a run outside the workers,
+// as installs and upgrades run (see runs): its wait for the release's
+// objects to go (spec.uninstall.timeout, of any length) holds no worker, so
+// one tenant's slow uninstalls cannot keep every other release from being
+// reconciled. The first call starts the run and says so; the run's end
+// re-queues the release, whose next call returns the run's outcome.
+func (r *Reconciler) uninstallOffWorker(ctx context.Context, sc *releaseScope, target helm.Target) (started bool, err error) {
+	key := ctrlKey(sc.hr)
+	if done := r.runs.take(key); done != nil && done.uninstall != nil {
+		return false, done.err
+	}
+	spec := sc.hr.Spec.DeepCopy()
+	run := &run{key: key, generation: sc.hr.Generation, request: helm.Request{Target: target, Spec: spec},
+		uninstall: func(ctx context.Context, pause func() func()) error {
+			return r.Engine.UninstallPausing(ctx, target, spec, pause)
+		}}
+	// The run outlives the reconcile: its context is the logger's only.
+	r.runs.launch(ctrl.LoggerInto(context.Background(), ctrl.LoggerFrom(ctx)), r.Engine, run, nil)
+	return true, nil
 }
 
 // goneError is an identity the release would be uninstalled with that does

@@ -55,6 +55,10 @@ type run struct {
 	// handled are the reconcile, force and reset requests the run answers.
 	handledReconcileAt, handledForceAt, handledResetAt string
 	request                                            helm.Request
+	// uninstall, when set, is what the run does instead of the request:
+	// the uninstall of a deleted release, which may wait for its objects to
+	// go for spec.uninstall.timeout (pause frees the run's slot meanwhile).
+	uninstall func(ctx context.Context, pause func() func()) error
 
 	// set when the run ends
 	finished bool
@@ -160,7 +164,9 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 	}
 	rs.mu.Unlock()
 	req := r.request
-	req.BeforeAction = func(ctx context.Context, action helm.Action) { progress.report(ctx, action) }
+	if progress != nil {
+		req.BeforeAction = func(ctx context.Context, action helm.Action) { progress.report(ctx, action) }
+	}
 	req.Pause = func() func() {
 		<-rs.slots
 		return func() { rs.slots <- struct{}{} }
@@ -172,17 +178,23 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 			result helm.Result
 			err    error
 		)
-		if rs.takeSlot() {
+		switch {
+		case !rs.takeSlot():
+			err = errStoppedBeforeRun // nothing done: the next leader runs it
+		case r.uninstall != nil:
+			err = uninstallRecovering(ctx, r.uninstall, req.Pause)
+			<-rs.slots
+		default:
 			result, err = runRecovering(ctx, engine, req)
 			<-rs.slots
-		} else {
-			err = errStoppedBeforeRun // nothing done: the next leader runs it
 		}
-		progress.stop()
+		if progress != nil {
+			progress.stop()
+		}
 		rs.mu.Lock()
 		r.finished, r.result, r.err = true, result, err
 		rs.mu.Unlock()
-		if rs.observeRun != nil && !errors.Is(err, errStoppedBeforeRun) {
+		if rs.observeRun != nil && r.uninstall == nil && !errors.Is(err, errStoppedBeforeRun) {
 			rs.observeRun(time.Since(began), timeout)
 		}
 		rs.requeue(r.key)
@@ -232,6 +244,17 @@ func (rs *runs) freeMemoryIfIdle() {
 	if rs.lifecycle.inFlight() == 0 {
 		debug.FreeOSMemory()
 	}
+}
+
+// uninstallRecovering is uninstall with a panic turned into its error (see
+// runRecovering).
+func uninstallRecovering(ctx context.Context, uninstall func(context.Context, func() func()) error, pause func() func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the uninstall panicked: %v", p)
+		}
+	}()
+	return uninstall(ctx, pause)
 }
 
 // runRecovering is engine.Run with a panic turned into the run's error, as
