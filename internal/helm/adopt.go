@@ -111,7 +111,7 @@ func (e *Engine) renderForAdoption(ctx context.Context, cfg *action.Configuratio
 	render := newInstall(cfg, target, req.Spec, ApplyMethods{}, nil)
 	render.DryRunStrategy, render.SkipCRDs = action.DryRunServer, true
 	render.PostRenderer = pr
-	literal, done, err := e.sandboxed(ctx, cfg, c, req.Desired.Values, installRelease(render))
+	literal, done, err := e.sandboxed(ctx, cfg, req.Target, c, req.Desired.Values, installRelease(render))
 	if err != nil {
 		return nil, err
 	}

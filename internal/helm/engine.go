@@ -96,6 +96,10 @@ type Target struct {
 	Namespace string
 	// StorageNamespace holds the release records (Secrets).
 	StorageNamespace string
+	// Tenant is the namespace of the object the release is reconciled
+	// for: places the releases share (render workers) are shared fairly
+	// between tenants. Empty is StorageNamespace.
+	Tenant string
 	// Owner is the UID of the object the release is reconciled for: the
 	// records the engine signs are bound to it, and a record signed for
 	// another object is never replayed for this one (see recordBinding).
@@ -198,6 +202,14 @@ func (e *Engine) configFor(target Target, log slog.Handler, pause func() func())
 		cfg.Capabilities = apis.capabilities()
 	}
 	return cfg, nil
+}
+
+// tenant is the namespace the release's share of shared places counts to.
+func (t Target) tenant() string {
+	if t.Tenant != "" {
+		return t.Tenant
+	}
+	return t.StorageNamespace
 }
 
 // Uninstall removes the release, honouring spec.uninstall. A release that is

@@ -100,7 +100,7 @@ func (e *Engine) dryRun(ctx context.Context, cfg *action.Configuration, target T
 		install := newInstall(cfg, target, spec, ApplyMethods{}, labels)
 		install.DryRunStrategy = action.DryRunServer
 		install.PostRenderer = postRendererFor(spec, nil)
-		c, done, sandboxErr := e.sandboxed(ctx, cfg, forPostRendering(desired.Chart, install.PostRenderer), desired.Values, installRelease(install))
+		c, done, sandboxErr := e.sandboxed(ctx, cfg, target, forPostRendering(desired.Chart, install.PostRenderer), desired.Values, installRelease(install))
 		if sandboxErr != nil {
 			return "", sandboxErr
 		}
@@ -110,7 +110,7 @@ func (e *Engine) dryRun(ctx context.Context, cfg *action.Configuration, target T
 		upgrade := newUpgrade(cfg, target, spec, ApplyMethods{}, latest, labels)
 		upgrade.DryRunStrategy = action.DryRunServer
 		upgrade.PostRenderer = postRendererFor(spec, nil)
-		c, done, sandboxErr := e.sandboxedUpgrade(ctx, cfg, upgrade, target.ReleaseName,
+		c, done, sandboxErr := e.sandboxedUpgrade(ctx, cfg, upgrade, target,
 			forPostRendering(desired.Chart, upgrade.PostRenderer), desired.Values, latest)
 		if sandboxErr != nil {
 			return "", sandboxErr

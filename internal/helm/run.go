@@ -347,7 +347,7 @@ func (e *Engine) install(ctx context.Context, cfg *action.Configuration, req Req
 	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err != nil {
 		return nil, err
 	}
-	c, done, err := e.sandboxed(ctx, cfg, forPostRendering(req.Desired.Chart, install.PostRenderer), req.Desired.Values,
+	c, done, err := e.sandboxed(ctx, cfg, req.Target, forPostRendering(req.Desired.Chart, install.PostRenderer), req.Desired.Values,
 		installRelease(install))
 	if err != nil {
 		return nil, err
@@ -367,7 +367,7 @@ func (e *Engine) upgrade(ctx context.Context, cfg *action.Configuration, req Req
 	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, upgradeCRDsPolicy(req.Spec)); err != nil {
 		return err
 	}
-	c, done, err := e.sandboxedUpgrade(ctx, cfg, upgrade, req.Target.ReleaseName,
+	c, done, err := e.sandboxedUpgrade(ctx, cfg, upgrade, req.Target,
 		forPostRendering(req.Desired.Chart, upgrade.PostRenderer), req.Desired.Values, obs.Latest)
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ func (e *Engine) RenderInSandbox(limits sandbox.Limits) error {
 // record Helm writes keeps c (see originalChart); done forgets the pair.
 // values and rel are what the action renders with; cfg's capabilities are
 // computed now if it has none, so the action renders with the same.
-func (e *Engine) sandboxed(ctx context.Context, cfg *action.Configuration, c *chart.Chart, values map[string]any,
+func (e *Engine) sandboxed(ctx context.Context, cfg *action.Configuration, target Target, c *chart.Chart, values map[string]any,
 	rel common.ReleaseOptions) (literal *chart.Chart, done func(), err error) {
 	if e.renderer == nil || c == nil {
 		return c, func() {}, nil
@@ -48,7 +48,8 @@ func (e *Engine) sandboxed(ctx context.Context, cfg *action.Configuration, c *ch
 	if err != nil {
 		return nil, nil, err
 	}
-	files, err := e.renderer.Render(ctx, sandbox.Input{Chart: c, Values: values, Release: rel, Capabilities: caps, Lookup: lookupThrough(cfg)})
+	files, err := e.renderer.Render(ctx, sandbox.Input{Chart: c, Values: values, Release: rel, Capabilities: caps,
+		Lookup: lookupThrough(cfg), Tenant: target.tenant()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("rendering chart %s-%s: %w", c.Name(), c.Metadata.Version, err)
 	}
@@ -75,16 +76,16 @@ func installRelease(install *action.Install) common.ReleaseOptions {
 }
 
 // sandboxedUpgrade is sandboxed for upgrade of last (upgradeInputs).
-func (e *Engine) sandboxedUpgrade(ctx context.Context, cfg *action.Configuration, upgrade *action.Upgrade, name string,
+func (e *Engine) sandboxedUpgrade(ctx context.Context, cfg *action.Configuration, upgrade *action.Upgrade, target Target,
 	c *chart.Chart, values map[string]any, last *release.Release) (*chart.Chart, func(), error) {
 	if e.renderer == nil || c == nil {
 		return c, func() {}, nil
 	}
-	rc, rv, rel, err := upgradeInputs(cfg, upgrade, name, c, values, last)
+	rc, rv, rel, err := upgradeInputs(cfg, upgrade, target.ReleaseName, c, values, last)
 	if err != nil {
 		return nil, nil, err
 	}
-	return e.sandboxed(ctx, cfg, rc, rv, rel)
+	return e.sandboxed(ctx, cfg, target, rc, rv, rel)
 }
 
 // upgradeInputs are the chart, values and release options an upgrade of

@@ -43,6 +43,7 @@ func TargetOf(hr *kraanv1.HelmRelease, defaultServiceAccount string) helm.Target
 		ReleaseName:      releaseNameOf(hr),
 		Namespace:        hr.Namespace,
 		StorageNamespace: hr.Namespace,
+		Tenant:           hr.Namespace,
 		Owner:            hr.UID,
 		FreshClients:     hr.Spec.PersistentClient != nil && !*hr.Spec.PersistentClient,
 	}

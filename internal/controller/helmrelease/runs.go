@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/fair"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 )
 
@@ -29,8 +30,11 @@ type runs struct {
 	// idle returns memory to the system once a wave of runs is over
 	// (lifecycle counts them).
 	idle *time.Timer
-	// slots bounds the runs working (not waiting) at once.
-	slots chan struct{}
+	// slots bounds the runs working (not waiting) at once, shared fairly
+	// between namespaces: one namespace's wave of runs delays its own.
+	slots *fair.Slots
+	// slotCount is how many slots there are.
+	slotCount int
 	// ended re-queues a release whose run ended, or whose turn in the
 	// rollout queue came.
 	ended chan event.GenericEvent
@@ -77,7 +81,8 @@ func newRuns(concurrency int, grace time.Duration) *runs {
 	return &runs{
 		lifecycle: newRunLifecycle(grace),
 		byKey:     map[types.NamespacedName]*run{},
-		slots:     make(chan struct{}, slotsPerWorker*max(concurrency, 1)),
+		slots:     fair.NewSlots(slotsPerWorker * max(concurrency, 1)),
+		slotCount: slotsPerWorker * max(concurrency, 1),
 		ended:     make(chan event.GenericEvent, 1024),
 	}
 }
@@ -167,9 +172,10 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 	if progress != nil {
 		req.BeforeAction = func(ctx context.Context, action helm.Action) { progress.report(ctx, action) }
 	}
+	ns := r.key.Namespace
 	req.Pause = func() func() {
-		<-rs.slots
-		return func() { rs.slots <- struct{}{} }
+		rs.slots.Release(ns)
+		return func() { _ = rs.slots.Acquire(context.Background(), ns) }
 	}
 	timeout := helm.TimeoutOf(req.Spec)
 	began := time.Now()
@@ -179,14 +185,14 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 			err    error
 		)
 		switch {
-		case !rs.takeSlot():
+		case !rs.takeSlot(ns):
 			err = errStoppedBeforeRun // nothing done: the next leader runs it
 		case r.uninstall != nil:
 			err = uninstallRecovering(ctx, r.uninstall, req.Pause)
-			<-rs.slots
+			rs.slots.Release(ns)
 		default:
 			result, err = runRecovering(ctx, engine, req)
-			<-rs.slots
+			rs.slots.Release(ns)
 		}
 		if progress != nil {
 			progress.stop()
@@ -206,19 +212,24 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 	}()
 }
 
-// takeSlot waits for a slot to work in; false when the operator stops first.
-func (rs *runs) takeSlot() bool {
+// takeSlot waits for a slot of namespace to work in; false when the
+// operator stops first.
+func (rs *runs) takeSlot(namespace string) bool {
 	select {
 	case <-rs.lifecycle.stopped:
 		return false
 	default:
 	}
-	select {
-	case rs.slots <- struct{}{}:
-		return true
-	case <-rs.lifecycle.stopped:
-		return false
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-rs.lifecycle.stopped:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return rs.slots.Acquire(ctx, namespace) == nil
 }
 
 // errStoppedBeforeRun ends a run the operator's stop caught waiting for a

@@ -54,18 +54,18 @@ func TestRunLifecycle_StopWithNoRunReturnsAtOnce(t *testing.T) {
 func TestRuns_StopCancelsRunsWaitingForASlot(t *testing.T) {
 	g := NewWithT(t)
 	rs := newRuns(1, time.Hour)
-	for range cap(rs.slots) {
-		rs.slots <- struct{}{}
+	for range rs.slotCount {
+		g.Expect(rs.slots.Acquire(context.Background(), "ns")).To(Succeed())
 	}
 	for range cap(rs.ended) {
 		rs.requeue(types.NamespacedName{Namespace: "ns", Name: "filler"})
 	}
 	took := make(chan bool, 1)
-	go func() { took <- rs.takeSlot() }()
+	go func() { took <- rs.takeSlot("ns") }()
 	g.Consistently(took, 100*time.Millisecond).ShouldNot(Receive())
 	stopLifecycle(rs.lifecycle)
 	g.Eventually(took).Should(Receive(BeFalse()))
-	g.Expect(rs.takeSlot()).To(BeFalse(), "a slot was handed out after the stop")
+	g.Expect(rs.takeSlot("ns")).To(BeFalse(), "a slot was handed out after the stop")
 	requeued := make(chan struct{})
 	go func() {
 		rs.requeue(types.NamespacedName{Namespace: "ns", Name: "r"})

@@ -18,6 +18,8 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kraan-io/kraan-operator/internal/fair"
 )
 
 // Defaults of Limits. A render of a large real chart (hundreds of objects)
@@ -105,6 +107,10 @@ type Input struct {
 	// Lookup answers lookups; nil answers every lookup with nothing, as
 	// Helm does without a cluster.
 	Lookup Lookup
+	// Tenant is the namespace the render is for: workers are shared fairly
+	// between tenants (fair.Slots), so one tenant's slow renders delay its
+	// own, not every other's.
+	Tenant string
 }
 
 // Renderer runs renders in workers.
@@ -112,7 +118,7 @@ type Renderer struct {
 	limits Limits
 	// executable is the worker binary: the running one.
 	executable string
-	slots      chan struct{}
+	slots      *fair.Slots
 }
 
 // New returns a renderer whose workers are the running binary.
@@ -122,18 +128,16 @@ func New(limits Limits) (*Renderer, error) {
 		return nil, fmt.Errorf("finding the render worker: %w", err)
 	}
 	limits = limits.withDefaults()
-	return &Renderer{limits: limits, executable: exe, slots: make(chan struct{}, limits.Concurrent)}, nil
+	return &Renderer{limits: limits, executable: exe, slots: fair.NewSlots(limits.Concurrent)}, nil
 }
 
 // Render renders in's chart in a worker and returns the rendered files, as
 // Helm's engine names them.
 func (r *Renderer) Render(ctx context.Context, in Input) (map[string]string, error) {
-	select {
-	case r.slots <- struct{}{}:
-		defer func() { <-r.slots }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := r.slots.Acquire(ctx, in.Tenant); err != nil {
+		return nil, err
 	}
+	defer r.slots.Release(in.Tenant)
 	wire, err := toWire(in.Chart)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the chart: %w", err)

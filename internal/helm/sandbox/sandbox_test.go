@@ -138,3 +138,31 @@ func TestRender_ValuesKeepTheirTypes(t *testing.T) {
 	g.Expect(files).To(Equal(inProcess(t, c, values)))
 	g.Expect(files["app/templates/v.yaml"]).To(HavePrefix("1099511627776 1e+06 int64 float64"))
 }
+
+// Workers are shared fairly between tenants: one tenant's never-ending
+// renders, queued four deep, delay another tenant's render by the one
+// running, not by the whole queue.
+func TestRender_WorkersAreSharedFairlyBetweenTenants(t *testing.T) {
+	g := NewWithT(t)
+	r := newTestRenderer(t, Limits{Timeout: 2 * time.Second, Concurrent: 1})
+	loop := testChart(map[string]string{"templates/loop.yaml": "{{ range 1000000000000 }}{{ range 1000000000000 }}{{ end }}{{ end }}"})
+	done := make(chan string, 5)
+	for i := range 4 {
+		go func() {
+			_, _ = r.Render(context.Background(), Input{Chart: loop, Release: testRelease, Capabilities: testCaps, Tenant: "flood"})
+			done <- "flood"
+		}()
+		if i == 0 {
+			g.Eventually(func() int { return r.slots.Held("flood") }).Should(Equal(1))
+		}
+	}
+	g.Eventually(r.slots.Waiting).Should(Equal(3), "the flood's renders queue first")
+	began := time.Now()
+	files, err := r.Render(context.Background(), Input{Chart: testChart(nil), Release: testRelease, Capabilities: testCaps, Tenant: "quiet"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).NotTo(BeEmpty())
+	took := time.Since(began)
+	flooded := len(done)
+	t.Logf("the quiet tenant's render took %v behind the flood (%d of its 4 renders done)", took.Round(time.Millisecond), flooded)
+	g.Expect(flooded).To(BeNumerically("<=", 1), "the quiet tenant waited for more than the running render")
+}
