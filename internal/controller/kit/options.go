@@ -34,10 +34,9 @@ func (o ControllerOptions) IntervalFloor() *IntervalFloor {
 	return NewIntervalFloor(o.MinReconcileInterval)
 }
 
-// Controller returns controller-runtime's options: the workers, a queue
-// that serves namespaces in turn (newFairQueue), and a rate limiter that
-// backs a failing object off exponentially, per object, from MinRetryDelay
-// to MaxRetryDelay.
+// Controller returns controller-runtime's options: the workers, and a rate
+// limiter that backs a failing object off exponentially, per object, from
+// MinRetryDelay to MaxRetryDelay.
 func (o ControllerOptions) Controller() controller.Options {
 	minDelay, maxDelay := o.MinRetryDelay, o.MaxRetryDelay
 	if minDelay <= 0 {
@@ -49,7 +48,5 @@ func (o ControllerOptions) Controller() controller.Options {
 	return controller.Options{
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](minDelay, max(minDelay, maxDelay)),
-		// Workers are shared fairly between namespaces (issue #42).
-		NewQueue: newFairQueue,
 	}
 }
