@@ -58,7 +58,8 @@ func run(ctx context.Context, args []string, output io.Writer) int {
 		log.Info("Flags set from the environment", "variables", opts.fromEnv)
 	}
 	percent := setGCPercent()
-	if limit := setMemoryLimitFromCgroup(cgroupRoot); limit > 0 {
+	renders := int64(opts.renderLimits.Concurrent) * opts.renderLimits.Memory
+	if limit := setMemoryLimitFromCgroup(cgroupRoot, renders); limit > 0 {
 		log.Info("Go memory limit follows the container's", "bytes", limit)
 	}
 	log.V(1).Info("Go garbage collector", "gcPercent", percent)

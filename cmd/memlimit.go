@@ -38,9 +38,12 @@ func setGCPercent() int {
 }
 
 // setMemoryLimitFromCgroup sets the Go runtime's soft memory limit to 90 % of
-// the container's memory limit, unless GOMEMLIMIT says otherwise or there is
-// no limit. It returns the limit set, 0 for none.
-func setMemoryLimitFromCgroup(root string) int64 {
+// the container's memory limit less reserved (the render workers, which live
+// in the same container: --max-concurrent-renders × --max-render-memory),
+// unless GOMEMLIMIT says otherwise or there is no limit. The operator keeps
+// at least a quarter of the limit whatever is reserved. It returns the limit
+// set, 0 for none.
+func setMemoryLimitFromCgroup(root string, reserved int64) int64 {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return 0
 	}
@@ -48,7 +51,8 @@ func setMemoryLimitFromCgroup(root string) int64 {
 	if !ok {
 		return 0
 	}
-	soft := int64(float64(limit) * memoryLimitShare)
+	own := max(limit-reserved, limit/4)
+	soft := int64(float64(own) * memoryLimitShare)
 	debug.SetMemoryLimit(soft)
 	return soft
 }

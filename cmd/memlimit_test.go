@@ -44,13 +44,16 @@ func TestSetMemoryLimitFromCgroup(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
 	root := t.TempDir()
 	g.Expect(os.WriteFile(filepath.Join(root, "memory.max"), []byte("1000000000"), 0o600)).To(Succeed())
-	g.Expect(setMemoryLimitFromCgroup(root)).To(Equal(int64(900000000)))
+	g.Expect(setMemoryLimitFromCgroup(root, 0)).To(Equal(int64(900000000)))
 	g.Expect(debug.SetMemoryLimit(-1)).To(Equal(int64(900000000)))
+	// The render workers' share is not the heap's; a quarter stays.
+	g.Expect(setMemoryLimitFromCgroup(root, 400000000)).To(Equal(int64(540000000)))
+	g.Expect(setMemoryLimitFromCgroup(root, 2000000000)).To(Equal(int64(225000000)))
 
 	// GOMEMLIMIT set by the user wins.
 	debug.SetMemoryLimit(before)
 	t.Setenv("GOMEMLIMIT", "100MiB")
-	g.Expect(setMemoryLimitFromCgroup(root)).To(BeZero())
+	g.Expect(setMemoryLimitFromCgroup(root, 0)).To(BeZero())
 	g.Expect(debug.SetMemoryLimit(-1)).To(Equal(before))
 }
 
