@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -34,9 +35,10 @@ func (o ControllerOptions) IntervalFloor() *IntervalFloor {
 	return NewIntervalFloor(o.MinReconcileInterval)
 }
 
-// Controller returns controller-runtime's options: the workers, and a rate
-// limiter that backs a failing object off exponentially, per object, from
-// MinRetryDelay to MaxRetryDelay.
+// Controller returns controller-runtime's options: the workers, their
+// queue (controller-runtime's priority queue, fair between namespaces:
+// newFairQueue), and a rate limiter that backs a failing object off
+// exponentially, per object, from MinRetryDelay to MaxRetryDelay.
 func (o ControllerOptions) Controller() controller.Options {
 	minDelay, maxDelay := o.MinRetryDelay, o.MaxRetryDelay
 	if minDelay <= 0 {
@@ -48,5 +50,8 @@ func (o ControllerOptions) Controller() controller.Options {
 	return controller.Options{
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](minDelay, max(minDelay, maxDelay)),
+		// controller-runtime's priority queue, shared fairly between
+		// namespaces (issue #42).
+		NewQueue: newFairQueue(ctrllog.Log.WithName("queue")),
 	}
 }
