@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, output io.Writer) int {
 	if len(opts.fromEnv) > 0 {
 		log.Info("Flags set from the environment", "variables", opts.fromEnv)
 	}
+	opts, read := withSettings(ctx, log, args, output, opts)
 	percent := setGCPercent()
 	renders := int64(opts.renderLimits.Concurrent) * opts.renderLimits.Memory
 	if limit := setMemoryLimitFromCgroup(cgroupRoot, renders); limit > 0 {
@@ -64,7 +65,7 @@ func run(ctx context.Context, args []string, output io.Writer) int {
 	}
 	log.V(1).Info("Go garbage collector", "gcPercent", percent)
 
-	if err := startManager(ctx, opts); err != nil {
+	if err := startManager(ctx, opts, read); err != nil {
 		log.Error(err, "Operator stopped with an error")
 		return 1
 	}
@@ -121,11 +122,13 @@ func metricsOptions(opts *options) metricsserver.Options {
 	return metrics
 }
 
-func startManager(ctx context.Context, opts *options) error {
+func startManager(ctx context.Context, opts *options, read settings) error {
 	cfg, err := restConfig(opts.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading the Kubernetes client configuration: %w", err)
 	}
+	ctx, restart := context.WithCancel(ctx)
+	defer restart()
 	metrics := metricsOptions(opts)
 	chartKinds, err := opts.loadWatches()
 	if err != nil {
@@ -160,6 +163,9 @@ func startManager(ctx context.Context, opts *options) error {
 	}
 	if err := addProbes(mgr, opts.namespaces()); err != nil {
 		return err
+	}
+	if err := mgr.Add(&settingsWatch{cfg: cfg, read: read, restart: restart, log: ctrl.Log.WithName("settings")}); err != nil {
+		return fmt.Errorf("watching the settings ConfigMap: %w", err)
 	}
 	layers := addonslayer.Options{
 		DataPath: opts.dataPath, SourceHostOverride: opts.sourceHostOverride, DefaultSourceNamespace: opts.sourceNamespace,

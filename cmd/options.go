@@ -57,15 +57,17 @@ type options struct {
 	sourceNamespace         string
 	defaultServiceAccount   string
 	lockdown                bool
-	platformNamespaces      string
-	noCrossNamespaceRefs    bool
-	requeueDependency       time.Duration
-	watchLabelSelector      string
-	watchConfigs            string
-	watchesFile             string
-	watchNamespace          string
-	recordKeySecretName     string
-	recordKeyNamespace      string
+	// fromSettings are the keys of the settings ConfigMap that set flags.
+	fromSettings         []string
+	platformNamespaces   string
+	noCrossNamespaceRefs bool
+	requeueDependency    time.Duration
+	watchLabelSelector   string
+	watchConfigs         string
+	watchesFile          string
+	watchNamespace       string
+	recordKeySecretName  string
+	recordKeyNamespace   string
 	// chartFetch are the caps on what chart repositories and registries may
 	// send, and the sizes of the caches of what they sent.
 	chartFetch chart.Options

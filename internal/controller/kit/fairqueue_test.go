@@ -33,7 +33,7 @@ func TestFairQueue_SharesWorkersBetweenNamespaces(t *testing.T) {
 	q.Add(request("quiet", "app"))
 	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(10)}, request("flood", "run-ended"))
 	g.Eventually(q.Len).Should(Equal(1002))
-	var got []reconcile.Request
+	got := make([]reconcile.Request, 0, 4)
 	for range 4 {
 		item, _ := q.Get()
 		got = append(got, item)
@@ -64,7 +64,7 @@ func TestFairQueue_KeepsArrivalOrderWithinANamespace(t *testing.T) {
 	}
 	q.Add(request("a", "new"))
 	q.Add(request("b", "other"))
-	var got []string
+	got := make([]string, 0, 7)
 	for range 7 {
 		item, _ := q.Get()
 		got = append(got, item.Namespace+"/"+item.Name)
