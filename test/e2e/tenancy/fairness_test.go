@@ -19,9 +19,6 @@ import (
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
 
-// holdFinalizer is the finalizer the held chart's ConfigMap carries.
-const holdFinalizer = "kraan.io/e2e-hold"
-
 // TestSlowUninstalls_HoldNoWorker: issue #42, item 7. One tenant's
 // releases whose uninstall waits (an object with a finalizer, a long
 // spec.uninstall.timeout), as many as the operator has workers and more,
