@@ -301,7 +301,19 @@ func parseOptions(args []string, output io.Writer) (*options, error) {
 
 // parseOptionsEnv is parseOptions reading the environment through lookup.
 func parseOptionsEnv(args []string, output io.Writer, lookup func(string) (string, bool)) (*options, error) {
-	return parseOptionsWithSettings(args, output, lookup, nil)
+	opts := &options{}
+	fs := newFlagSet(opts, output)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	var err error
+	if opts.fromEnv, err = setFlagsFromEnv(fs, lookup); err != nil {
+		return nil, err
+	}
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	return opts, nil
 }
 
 // check rejects values the operator could not run with, naming the flags.
