@@ -301,19 +301,7 @@ func parseOptions(args []string, output io.Writer) (*options, error) {
 
 // parseOptionsEnv is parseOptions reading the environment through lookup.
 func parseOptionsEnv(args []string, output io.Writer, lookup func(string) (string, bool)) (*options, error) {
-	opts := &options{}
-	fs := newFlagSet(opts, output)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	var err error
-	if opts.fromEnv, err = setFlagsFromEnv(fs, lookup); err != nil {
-		return nil, err
-	}
-	if err := opts.check(); err != nil {
-		return nil, err
-	}
-	return opts, nil
+	return parseOptionsWithSettings(args, output, lookup, nil)
 }
 
 // check rejects values the operator could not run with, naming the flags.
