@@ -111,9 +111,17 @@ const (
 	// expression does not compile, or cannot judge an object (it costs too
 	// much, or gives no bool); the release stalls until the spec changes.
 	ReasonInvalidCELExpression = "InvalidCELExpression"
-	// ReasonReleaseRecordTampered: a Helm release record's signature does not
-	// verify; the record was changed outside the operator and is not replayed.
-	ReasonReleaseRecordTampered = "ReleaseRecordTampered"
+	// ReasonReleaseWrittenOutside (an event): the newest revision of the
+	// release was written outside the operator — an admin's helm upgrade or
+	// rollback, Flux helm-controller, an edited record — so its signature
+	// does not verify. Nothing is replayed from it; the release is brought
+	// back to its spec with a revision of the operator's own, or adopted
+	// when it deploys exactly that.
+	ReasonReleaseWrittenOutside = "ReleaseWrittenOutside"
+	// ReasonManagedByFlux: a Flux helm-controller HelmRelease that is not
+	// suspended manages the same Helm release; the HelmRelease waits until
+	// it is suspended or gone, so that the release has one owner.
+	ReasonManagedByFlux = "ManagedByFlux"
 	ReasonDriftDetected         = "DriftDetected"
 	ReasonDriftCorrected        = "DriftCorrected"
 	ReasonNoDriftDetected       = "NoDriftDetected"

@@ -144,10 +144,16 @@ func asFluxRenders(pr postrenderer.PostRenderer, rel *release.Release) postrende
 // again. It is adopted as any foreign revision is, only when it is what the
 // engine would deploy now, so signing it for this object vouches for nothing
 // the engine did not render itself.
+//
+// A revision whose signature does not verify was written outside the
+// operator from one of its own (an admin's helm rollback or upgrade, Flux
+// helm-controller going back, copying the labels) or edited: it is adopted
+// on the same terms, so that a rollback to what the spec says, or a release
+// Flux managed for a while, is taken back without a new revision.
 func foreign(rel *release.Release) bool {
 	return rel != nil && rel.Info != nil && rel.Info.Status == rcommon.StatusDeployed &&
 		rel.Chart != nil && rel.Chart.Metadata != nil &&
-		(rel.Labels[ChartDigestLabel] == "" || recordTrust(rel) == RecordUnverified)
+		(rel.Labels[ChartDigestLabel] == "" || recordTrust(rel) != RecordVerified)
 }
 
 // sameChartAndValues is Desired.Matches without the labels: what can be

@@ -71,6 +71,12 @@ func (d Desired) Matches(rel *release.Release) bool {
 	if rel == nil || rel.Chart == nil || rel.Chart.Metadata == nil {
 		return false
 	}
+	if recordTrust(rel) == RecordTampered {
+		// Another Helm client wrote it with the labels of the operator's
+		// revision before (Helm copies them): they say nothing of what it
+		// deploys. Only adopt, which renders and compares, vouches for it.
+		return false
+	}
 	meta := d.Chart.Metadata
 	if rel.Chart.Metadata.Name != meta.Name || rel.Chart.Metadata.Version != meta.Version {
 		return false

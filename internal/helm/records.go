@@ -51,6 +51,21 @@ const recordTrustLabel = "kraan.io/record-trust"
 // differing.
 const recordKeyLabel = "kraan.io/record-key"
 
+// recordWriterLabel and recordWrittenAtLabel are, in memory only, who last
+// wrote the Secret a record was read from and when, as the Secret's managed
+// fields say (storedRecords sets them; the signing driver removes them before
+// a write): Helm records no author, and a revision written outside the
+// operator is reported with them.
+const (
+	recordWriterLabel    = "kraan.io/record-writer"
+	recordWrittenAtLabel = "kraan.io/record-written-at"
+)
+
+// inMemoryLabels never reach storage: the signing driver removes them from a
+// record before writing it (Helm copies the previous revision's labels into
+// a new one).
+var inMemoryLabels = []string{recordTrustLabel, recordKeyLabel, recordWriterLabel, recordWrittenAtLabel}
+
 // A signature label is "2.<key id>.<mac>": the scheme, keyIDLength hex
 // digits naming the key (a digest of it, not the key), then macLength hex
 // digits of the HMAC (208 bits), 63 characters, a label value's limit. The
@@ -83,8 +98,13 @@ const (
 	// writes is signed.
 	RecordUnverified RecordTrust = "unverified"
 	// RecordTampered: the record carries a signature the key does not
-	// verify: it was changed outside the operator. Nothing is replayed from
-	// it and the release is stalled until a person looks at it.
+	// verify: another Helm client wrote it (an admin's helm upgrade or
+	// rollback, Flux helm-controller: both copy the previous revision's
+	// labels, the operator's signature too, into the one they write) or
+	// someone edited it. Nothing is replayed from it, it is never taken for
+	// the desired state, and the release is brought back to its spec with a
+	// revision of the operator's own, or adopted when it deploys exactly
+	// what the operator would (see WrittenOutside).
 	RecordTampered RecordTrust = "tampered"
 )
 
@@ -348,7 +368,9 @@ func (d *signingDriver) Create(key string, r ri.Releaser) error {
 	if err != nil || rel == nil {
 		return fmt.Errorf("signing release record %s: %w", key, errors.Join(err, errNoRecord))
 	}
-	delete(rel.Labels, recordTrustLabel)
+	for _, l := range inMemoryLabels {
+		delete(rel.Labels, l)
+	}
 	d.keepOriginal(rel)
 	if err := checkRecordSize(rel, d.maxBytes); err != nil {
 		return err
@@ -458,8 +480,9 @@ func (d *signingDriver) migrate(rel *release.Release, storageKey, sig string) {
 // for the rest of the action.
 func (d *signingDriver) sign(rel *release.Release) error {
 	trust := recordTrust(rel)
-	delete(rel.Labels, recordTrustLabel)
-	delete(rel.Labels, recordKeyLabel)
+	for _, l := range inMemoryLabels {
+		delete(rel.Labels, l)
+	}
 	if trust == RecordVerified {
 		return SignRecord(d.key, d.binding.storageNamespace, d.binding.owner, rel)
 	}
@@ -471,33 +494,15 @@ func (d *signingDriver) sign(rel *release.Release) error {
 	return nil
 }
 
-// TamperedRecordError says a release record carries a signature the
-// operator's key does not verify: someone changed it outside the operator.
-// The release is not acted on until a person looks at it; deleting its object
-// still uninstalls it, without hooks and only what the release owns.
-type TamperedRecordError struct {
-	// Secret is the record's Secret, sh.helm.release.v1.<release>.v<version>.
-	Secret string
-	// Namespace is the storage namespace holding it.
-	Namespace string
-}
-
-func (e *TamperedRecordError) Error() string {
-	return fmt.Sprintf("release record Secret %s/%s was changed outside the operator (its signature does not verify): "+
-		"nothing is replayed from it; delete the object to uninstall what the release owns, or restore the record",
-		e.Namespace, e.Secret)
-}
-
-// recordSecretName is the Secret Helm stores revision rel in.
-func recordSecretName(rel *release.Release) string { return claimedKey(rel) }
-
-// checkTampered returns a TamperedRecordError for the first tampered record
-// among the ones an action would replay.
-func checkTampered(storageNamespace string, rels ...*release.Release) error {
-	for _, rel := range rels {
-		if rel != nil && recordTrust(rel) == RecordTampered {
-			return &TamperedRecordError{Secret: recordSecretName(rel), Namespace: storageNamespace}
-		}
+// WrittenOutside is rel when it is a revision written outside the operator:
+// it carries the operator's signature label, which does not verify — an
+// admin's helm upgrade or rollback, or Flux helm-controller, copied it from
+// the revision before, or someone edited the record. nil otherwise: a record
+// with no signature at all is an earlier operator version's or a first
+// migration's, handled as unverified without a report.
+func WrittenOutside(rel *release.Release) *release.Release {
+	if rel != nil && recordTrust(rel) == RecordTampered {
+		return rel
 	}
 	return nil
 }
@@ -513,7 +518,7 @@ func refuseUnverified(rel *release.Release, what string) error {
 	if rel == nil || replayable(rel) {
 		return nil
 	}
-	return fmt.Errorf("%s revision %d (Secret %s): %w", what, rel.Version, recordSecretName(rel), errUnverifiedRecord)
+	return fmt.Errorf("%s revision %d (Secret %s): %w", what, rel.Version, claimedKey(rel), errUnverifiedRecord)
 }
 
 // SignRecordsWith makes the engine sign every release record it writes with

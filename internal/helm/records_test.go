@@ -186,15 +186,40 @@ func TestSigningDriver_Create_signsANewRevisionCopiedFromAnUnverifiedOne(t *test
 	g.Expect(verifyRecord(testKey, testBinding, stored(t, rel), nil).trust).To(Equal(RecordVerified))
 }
 
-func TestCheckTampered_namesTheRecordSecret(t *testing.T) {
+func TestWrittenOutside_reportsWhoAndWhenNeverContent(t *testing.T) {
 	g := NewWithT(t)
 	rel := testRecord()
+	rel.Info.Description = "Upgrade complete"
 	rel.Labels[recordTrustLabel] = string(RecordTampered)
-	err := checkTampered("apps", nil, rel)
-	g.Expect(err).To(MatchError(ContainSubstring("apps/sh.helm.release.v1.app.v3")))
-	g.Expect(err.Error()).NotTo(ContainSubstring("ConfigMap"), "never the record's content")
-	rel.Labels[recordTrustLabel] = string(RecordUnverified)
-	g.Expect(checkTampered("apps", rel)).To(Succeed())
+	rel.Labels[recordWriterLabel], rel.Labels[recordWrittenAtLabel] = "helm", "2026-12-05T10:00:00Z"
+	out := revisionOf(WrittenOutside(rel), Desired{})
+	g.Expect(out).NotTo(BeNil())
+	report := out.OutsideReport()
+	g.Expect(report).To(ContainSubstring("revision 3 (deployed) of release apps/app was written outside the operator"))
+	g.Expect(report).To(ContainSubstring(`by helm, at 2026-12-05T10:00:00Z, Helm says "Upgrade complete"`))
+	g.Expect(report).NotTo(ContainSubstring("ConfigMap"), "never the record's content")
+	for _, trust := range []RecordTrust{RecordUnverified, RecordVerified} {
+		rel.Labels[recordTrustLabel] = string(trust)
+		g.Expect(WrittenOutside(rel)).To(BeNil(), "a %s record is not reported", trust)
+	}
+}
+
+func TestLastWriter_isTheNewestManager(t *testing.T) {
+	g := NewWithT(t)
+	at := func(s string) *metav1.Time {
+		tm, err := time.Parse(time.RFC3339, s)
+		g.Expect(err).NotTo(HaveOccurred())
+		return &metav1.Time{Time: tm}
+	}
+	manager, when := lastWriter([]metav1.ManagedFieldsEntry{
+		{Manager: "kraan-operator", Time: at("2026-12-05T09:00:00Z")},
+		{Manager: "kubectl-edit", Time: at("2026-12-05T11:00:00Z")},
+		{Manager: "helm", Time: at("2026-12-05T10:00:00Z")},
+	})
+	g.Expect(manager).To(Equal("kubectl-edit"))
+	g.Expect(when).To(Equal("2026-12-05T11:00:00Z"))
+	manager, when = lastWriter(nil)
+	g.Expect(manager + when).To(BeEmpty())
 }
 
 func TestRefuseUnverified(t *testing.T) {

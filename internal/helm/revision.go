@@ -102,6 +102,32 @@ type Revision struct {
 	Matches bool
 	// Trust says whether the operator's key verified the record (RecordTrust).
 	Trust RecordTrust
+	// WrittenBy and WrittenAt say who last wrote the record's Secret and
+	// when (RFC 3339), as its managed fields say; empty when unknown.
+	WrittenBy, WrittenAt string
+}
+
+// OutsideReport says, for a user, that the revision was written outside the
+// operator and what the operator does about it. It names the writer, the
+// time and Helm's description, never the record's content.
+func (r *Revision) OutsideReport() string {
+	var by []string
+	if r.WrittenBy != "" {
+		by = append(by, "by "+r.WrittenBy)
+	}
+	if r.WrittenAt != "" {
+		by = append(by, "at "+r.WrittenAt)
+	}
+	if r.Description != "" {
+		by = append(by, fmt.Sprintf("Helm says %q", r.Description))
+	}
+	who := ""
+	if len(by) > 0 {
+		who = " (" + strings.Join(by, ", ") + ")"
+	}
+	return fmt.Sprintf("revision %d (%s) of release %s/%s was written outside the operator%s: nothing is replayed from it "+
+		"(hooks, rollback, drift correction); the operator brings the release back to its spec with a revision of its own, "+
+		"unless the revision deploys exactly that; suspend the object to keep a manual fix", r.Version, r.Status, r.Namespace, r.Name, who)
 }
 
 // TestHookRun is the last run of one test hook.
@@ -150,5 +176,6 @@ func revisionOf(rel *release.Release, desired Desired) *Revision {
 		TestsRan: TestsRan(rel), TestsFailed: TestsFailed(rel), TestHooks: testHookRuns(rel),
 		Matches: desired.Chart != nil && desired.Matches(rel),
 		Trust:   recordTrust(rel),
+		WrittenBy: rel.Labels[recordWriterLabel], WrittenAt: rel.Labels[recordWrittenAtLabel],
 	}
 }

@@ -84,24 +84,36 @@ type Result struct {
 	Next     Action
 	Failures Failures
 	Latest   *release.Release
+	// WrittenOutside is the newest revision as the run found it, when another
+	// Helm client wrote it (see WrittenOutside): the controller reports it.
+	WrittenOutside *Revision
 }
 
-// observeRelease reads the release from storage (unless known), refuses a
-// tampered record and adopts a foreign one. When storage cannot be read it
-// returns obs as it was.
-func (e *Engine) observeRelease(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, known bool) (Observation, error) {
-	observed, err := observation(cfg, req, obs, known)
+// observeRelease reads the release from storage (unless known) and adopts a
+// foreign revision. When storage cannot be read it returns obs as it was.
+//
+// A revision another Helm client wrote from one of the operator's (an
+// admin's break-glass helm upgrade or rollback, Flux helm-controller) does
+// not verify: it is never replayed (replayable) nor taken for the desired
+// state (Desired.Matches), so Plan upgrades the release back to its spec,
+// unless adopt finds it deploys exactly that. Helm's deletes during that
+// upgrade touch only what the release owns (owningClient), whatever the
+// record names.
+//
+// outside is the newest revision, as read, when it was written outside the
+// operator, for the controller to report.
+func (e *Engine) observeRelease(ctx context.Context, cfg *action.Configuration, req Request, obs Observation,
+	known bool) (observed Observation, outside *Revision, err error) {
+	observed, err = observation(cfg, req, obs, known)
 	if err != nil {
-		return obs, err
+		return obs, nil, err
 	}
-	// A tampered record is never acted on: not upgraded from, rolled back
-	// to, unlocked or tested.
-	if err := checkTampered(req.Target.StorageNamespace, observed.Latest, observed.PreviousDeployed); err != nil {
-		return observed, err
-	}
+	// Before adopt: adopting a revision changes the verdict on it.
+	outside = revisionOf(WrittenOutside(observed.Latest), req.Desired)
 	// A revision Flux or the helm CLI made carries none of the engine's
-	// labels; adopted, it matches without a new revision.
-	return observed, e.adopt(ctx, cfg, req, observed.Latest)
+	// labels, or copied ones that do not verify; adopted, it matches
+	// without a new revision.
+	return observed, outside, e.adopt(ctx, cfg, req, observed.Latest)
 }
 
 // Run observes the release and takes actions until it is in sync, stalled,
@@ -123,8 +135,12 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 		uncacheCapabilitiesForCRDs(cfg, req)
-		obs, err = e.observeRelease(ctx, cfg, req, obs, known)
+		var outside *Revision
+		obs, outside, err = e.observeRelease(ctx, cfg, req, obs, known)
 		res.Latest = obs.Latest
+		if res.WrittenOutside == nil {
+			res.WrittenOutside = outside
+		}
 		if err != nil {
 			return res, err
 		}

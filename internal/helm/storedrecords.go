@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"io"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,12 @@ func (s *storedRecords) keep(secret *corev1.Secret) {
 		secret.Labels = map[string]string{}
 	}
 	secret.Labels[recordKeyLabel] = secret.Name
+	delete(secret.Labels, recordWriterLabel)
+	delete(secret.Labels, recordWrittenAtLabel)
+	if manager, at := lastWriter(secret.ManagedFields); manager != "" {
+		secret.Labels[recordWriterLabel] = manager
+		secret.Labels[recordWrittenAtLabel] = at
+	}
 	data, err := base64.StdEncoding.DecodeString(string(secret.Data["release"]))
 	if err != nil {
 		return
@@ -89,4 +96,27 @@ func (s *storedRecords) stored(name string) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.json[name]
+}
+
+// lastWriter is the field manager that wrote an object last, and when (RFC
+// 3339), from its managed fields: "helm" for the Helm CLI, "helm-controller"
+// for Flux, "kubectl-edit" for a hand edit.
+func lastWriter(fields []metav1.ManagedFieldsEntry) (manager, at string) {
+	var latest time.Time
+	for _, f := range fields {
+		var t time.Time
+		if f.Time != nil {
+			t = f.Time.Time
+		}
+		if manager == "" || !t.Before(latest) {
+			manager, latest = f.Manager, t
+		}
+	}
+	if manager == "" {
+		return "", ""
+	}
+	if latest.IsZero() {
+		return manager, ""
+	}
+	return manager, latest.UTC().Format(time.RFC3339)
 }

@@ -159,11 +159,8 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope) (ctrl
 	if sc.runErr == nil && sc.result.Next == helm.ActionStalled {
 		sc.runErr = failedActions(sc.result)
 	}
-	switch {
-	case sc.runErr == nil:
+	if sc.runErr == nil {
 		return ctrl.Result{}, nil
-	case tampered(sc.runErr):
-		return ctrl.Result{}, &kit.TerminalError{Reason: kraanv1.ReasonReleaseRecordTampered, Err: sc.runErr, Resync: sc.period}
 	}
 	return ctrl.Result{}, kit.Transient(kraanv1.ReasonReconcileError, sc.runErr)
 }

@@ -281,7 +281,6 @@ func TestReconciler_Selector_ReconcilesOnlyMatchingObjects(t *testing.T) {
 
 func TestChartResult(t *testing.T) {
 	failed := errors.New("install failed")
-	record := &helm.TamperedRecordError{Secret: "sh.helm.release.v1.x.v1", Namespace: "ns"}
 	tests := []struct {
 		name    string
 		err     error
@@ -291,8 +290,8 @@ func TestChartResult(t *testing.T) {
 		{name: "success waits for the reconcile period", want: ctrl.Result{RequeueAfter: time.Minute}},
 		{name: "engine error backs off without a period", err: kit.Transient(kraanv1.ReasonReconcileError, failed), wantErr: failed},
 		{name: "values error waits for a new spec", err: kit.Terminal(ReasonErrorGettingValues, failed)},
-		{name: "a tampered record is looked at each period",
-			err:  &kit.TerminalError{Reason: kraanv1.ReasonReleaseRecordTampered, Err: record, Resync: time.Minute},
+		{name: "a terminal error with a resync is looked at each period",
+			err:  &kit.TerminalError{Reason: ReasonErrorGettingValues, Err: failed, Resync: time.Minute},
 			want: ctrl.Result{RequeueAfter: time.Minute}},
 	}
 	for _, tt := range tests {

@@ -1,7 +1,6 @@
 package chartbacked
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -50,7 +49,9 @@ func setChartStatus(obj *unstructured.Unstructured, sc *chartScope, summary kit.
 	setReleaseDeployedCondition(&conds, latest, gen)
 	setReleaseFailedCondition(&conds, sc, gen)
 	setIrreconcilableCondition(&conds, sc, gen)
-	setStalledCondition(&conds, sc, gen)
+	// Nothing stalls a chart-backed release now; earlier versions set
+	// Stalled on a record written outside the operator.
+	removeCondition(&conds, kraanv1.StalledCondition)
 	summary.SetReady(&conds, gen)
 	writeChartConditions(obj, conds)
 	setDeployedRelease(obj, latest)
@@ -90,32 +91,11 @@ func setIrreconcilableCondition(conds *[]metav1.Condition, sc *chartScope, gen i
 	switch {
 	case sc.valuesErr != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonErrorGettingValues, sc.valuesErr.Error()
-	case tampered(sc.runErr):
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kraanv1.ReasonReleaseRecordTampered, sc.runErr.Error()
 	case sc.runErr != nil && !stepFailed:
 		// The engine failed before any action: storage or the API server.
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kraanv1.ReasonReconcileError, sc.runErr.Error()
 	}
 	kit.SetStatusCondition(conds, c)
-}
-
-// setStalledCondition sets kstatus' Stalled while a release record is
-// tampered with: no retry fixes that, a person must look. Otherwise it is
-// removed, as negative-polarity conditions are when false.
-func setStalledCondition(conds *[]metav1.Condition, sc *chartScope, gen int64) {
-	if !tampered(sc.runErr) {
-		removeCondition(conds, kraanv1.StalledCondition)
-		return
-	}
-	kit.SetStatusCondition(conds, metav1.Condition{Type: kraanv1.StalledCondition, Status: metav1.ConditionTrue,
-		Reason: kraanv1.ReasonReleaseRecordTampered, Message: sc.runErr.Error(), ObservedGeneration: gen})
-}
-
-// tampered says whether err is the engine's refusal of a release record
-// changed outside the operator.
-func tampered(err error) bool {
-	var t *helm.TamperedRecordError
-	return errors.As(err, &t)
 }
 
 func removeCondition(conds *[]metav1.Condition, condType string) {
@@ -213,15 +193,14 @@ func setDeployedRelease(obj *unstructured.Unstructured, rel *helm.Revision) {
 // recordFailures emits a Warning event naming the failed action; the reason
 // equals the condition reason.
 func (r *Reconciler) recordFailures(obj *unstructured.Unstructured, sc *chartScope) {
+	if out := sc.result.WrittenOutside; out != nil {
+		r.Events.Warning(obj, kraanv1.ReasonReleaseWrittenOutside, out.OutsideReport())
+	}
 	if step, ok := lastFailedAction(sc.result); ok {
 		r.Events.Warning(obj, failureReason(step.Action), step.Err.Error())
 		return
 	}
 	if sc.valuesErr != nil {
 		r.Events.Warning(obj, ReasonErrorGettingValues, sc.valuesErr.Error())
-	}
-	if tampered(sc.runErr) {
-		// The message names the record's Secret, never its content.
-		r.Events.Warning(obj, kraanv1.ReasonReleaseRecordTampered, sc.runErr.Error())
 	}
 }

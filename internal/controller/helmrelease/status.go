@@ -138,15 +138,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *releaseScope) error {
 }
 
 // recordOutcome sets the conditions from how the steps ended, masked, and
-// Ready from them; a tampered release record is also a Warning event.
+// Ready from them.
 func (r *Reconciler) recordOutcome(sc *releaseScope, res ctrl.Result, err error) {
 	hr := sc.hr
 	if !sc.suspended {
 		setOutcomeConditions(sc, res, err)
-	}
-	if kit.ReasonOf(err, "") == kraanv1.ReasonReleaseRecordTampered {
-		// The message names the record's Secret, never its content.
-		r.Events.Warning(hr, kraanv1.ReasonReleaseRecordTampered, err.Error())
 	}
 	for i := range hr.Status.Conditions {
 		hr.Status.Conditions[i].Message = sc.redactor.String(hr.Status.Conditions[i].Message)
@@ -226,6 +222,11 @@ func (r *Reconciler) recordRun(sc *releaseScope, run *run) {
 	s.InstallFailures, s.UpgradeFailures = int64(res.Failures.Install), int64(res.Failures.Upgrade)
 	s.Failures = s.InstallFailures + s.UpgradeFailures
 	s.StorageNamespace = r.targetOf(hr).StorageNamespace
+	if out := res.WrittenOutside; out != nil {
+		// Helm's description of a failed revision may quote what the API
+		// server refused, values included.
+		r.Events.Warning(hr, kraanv1.ReasonReleaseWrittenOutside, sc.redactor.String(out.OutsideReport()))
+	}
 	for _, step := range res.Taken {
 		r.recordStep(hr, step)
 	}

@@ -197,6 +197,9 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ct
 		hr.Status.LastHandledReconcileAt = hr.Annotations[requestedAtAnnotation]
 		return ctrl.Result{}, nil
 	}
+	if err := r.awaitFluxHandover(ctx, sc.target); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.admitRollout(sc); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -227,11 +230,6 @@ func classifyRunError(err error) error {
 	if errors.As(err, &later) {
 		// RetryOnFailure: no back-off, the strategy's interval.
 		return kit.Waiting(kraanv1.ReasonRetryOnFailure, later.After, err)
-	}
-	var tampered *helm.TamperedRecordError
-	if errors.As(err, &tampered) {
-		// Someone changed the release's storage: a person must look.
-		return kit.Terminal(kraanv1.ReasonReleaseRecordTampered, err)
 	}
 	var unjudgeable *rollout.HealthCheckError
 	if errors.As(err, &unjudgeable) {

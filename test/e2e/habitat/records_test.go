@@ -45,10 +45,12 @@ func habitatEventReasons(g Gomega, ns, name string) []string {
 
 // A tenant edits its Habitat's release record: an object of kube-system in
 // the manifest, a pre-delete hook binding cluster-admin to its
-// ServiceAccount. The Habitat is Stalled with a Warning event naming the
-// record; deleting it removes the Habitat's own StatefulSet and nothing else,
-// and runs no hook of the record.
-func TestHabitat_TamperedRecord_StallsAndDeletesNothingOutside(t *testing.T) {
+// ServiceAccount. A Warning event says the revision was written outside the
+// operator and the release is upgraded back to its chart with a revision of
+// the operator's own (issue #43), deleting nothing outside; deleting the
+// Habitat removes its own StatefulSet and nothing else, and runs no hook of
+// the edited record.
+func TestHabitat_TamperedRecord_ReplacedAndDeletesNothingOutside(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-tampered")
@@ -75,13 +77,15 @@ func TestHabitat_TamperedRecord_StallsAndDeletesNothingOutside(t *testing.T) {
 	})
 
 	g.Eventually(func(g Gomega) {
-		stalled := habitatCondition(g, ns, "redis", kraanv1.StalledCondition)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(kraanv1.ReasonReleaseRecordTampered))
-		g.Expect(stalled.Message).To(ContainSubstring(ns + "/sh.helm.release.v1.redis.v1"))
-		g.Expect(stalled.Message).NotTo(ContainSubstring(victim), "the record's content stays out of the status")
-		g.Expect(habitatEventReasons(g, ns, "redis")).To(ContainElement(kraanv1.ReasonReleaseRecordTampered))
+		g.Expect(habitatEventReasons(g, ns, "redis")).To(ContainElement(kraanv1.ReasonReleaseWrittenOutside))
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sh.helm.release.v1.redis.v2"}, &corev1.Secret{})).
+			To(Succeed(), "the operator's own revision 2")
+		deployed := habitatCondition(g, ns, "redis", chartbacked.ChartDeployed)
+		g.Expect(deployed).NotTo(BeNil())
+		g.Expect(deployed.Status).To(Equal(metav1.ConditionTrue))
 	}, timeout).Should(Succeed())
+	g.Expect(habitatCondition(g, ns, "redis", kraanv1.StalledCondition)).To(BeNil())
+	g.Expect(suite.ForeignObjectUID(g, k8s, victim)).To(Equal(uid), "the upgrade deleted the kube-system object")
 
 	g.Expect(k8s.Delete(ctx, h)).To(Succeed())
 	g.Eventually(func(g Gomega) {

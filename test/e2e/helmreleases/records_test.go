@@ -21,10 +21,14 @@ import (
 // A tenant who may edit the Secrets of its namespace edits the release
 // record of its HelmRelease: an object of kube-system in the manifest, a
 // pre-delete hook binding cluster-admin to its ServiceAccount. The operator
-// finds the record's signature broken: Stalled and a Warning event naming the
-// record. Deleting the HelmRelease uninstalls what the release owns, runs no
-// hook of the record, and leaves the kube-system object as it was.
-func TestHelmRelease_TamperedRecord_StallsAndDeletesNothingOutside(t *testing.T) {
+// finds the record's signature broken, as it finds a revision an admin's
+// helm command wrote (issue #43): a Warning event says the revision was
+// written outside the operator, nothing is replayed from it, and the
+// release is upgraded back to its spec with a revision of the operator's
+// own — which deletes nothing the release does not own. Deleting the
+// HelmRelease then uninstalls what the release owns, runs no hook of the
+// edited record, and leaves the kube-system object as it was.
+func TestHelmRelease_TamperedRecord_ReplacedAndDeletesNothingOutside(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -47,14 +51,15 @@ func TestHelmRelease_TamperedRecord_StallsAndDeletesNothingOutside(t *testing.T)
 	annotate(t, ns, "app", map[string]string{"reconcile.fluxcd.io/requestedAt": now, "reconcile.fluxcd.io/resetAt": now})
 
 	NewWithT(t).Eventually(func(g Gomega) {
-		hr := get(g, ns, "app")
-		stalled := condition(hr, kraanv1.StalledCondition)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Reason).To(Equal(kraanv1.ReasonReleaseRecordTampered))
-		g.Expect(stalled.Message).To(ContainSubstring(ns + "/sh.helm.release.v1.app.v1"))
-		g.Expect(stalled.Message).NotTo(ContainSubstring(victim), "the record's content stays out of the status")
-		g.Expect(eventReasons(g, ns, "app")).To(ContainElement(kraanv1.ReasonReleaseRecordTampered))
+		reports := eventMessages(g, ns, "app", kraanv1.ReasonReleaseWrittenOutside)
+		g.Expect(reports).To(ContainElement(ContainSubstring("revision 1 (deployed) of release " + ns + "/app was written outside the operator")))
+		for _, r := range reports {
+			g.Expect(r).NotTo(ContainSubstring(victim), "the record's content stays out of the event")
+		}
+		g.Expect(helmRevisions(g, ns, "app")).To(ContainElement("2=deployed"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	readyAt(t, ns, "app")
+	g.Expect(suite.ForeignObjectUID(g, k8s, victim)).To(Equal(uid), "the upgrade deleted the kube-system object")
 
 	g.Expect(k8s.Delete(ctx, get(g, ns, "app"))).To(Succeed())
 	NewWithT(t).Eventually(func(g Gomega) {

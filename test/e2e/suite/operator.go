@@ -39,15 +39,28 @@ var probeClient = &http.Client{Timeout: 5 * time.Second}
 // BuildOperator builds the operator binary, ./cmd, into dir and returns its
 // path.
 func BuildOperator(ctx context.Context, dir string) (string, error) {
+	return goBuild(ctx, dir, "kraan-operator", "./cmd")
+}
+
+// BuildHelmCLI builds the Helm 4 CLI from the Helm module the operator is
+// built with (go.mod pins it) into dir and returns its path: the
+// break-glass tests run the admin's own tool, at the operator's Helm
+// version.
+func BuildHelmCLI(ctx context.Context, dir string) (string, error) {
+	return goBuild(ctx, dir, "helm", "helm.sh/helm/v4/cmd/helm")
+}
+
+// goBuild builds pkg of the repository's module into dir/name.
+func goBuild(ctx context.Context, dir, name, pkg string) (string, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "kraan-operator")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd")
+	bin := filepath.Join(dir, name)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd: %w: %s", err, out)
+		return "", fmt.Errorf("go build %s: %w: %s", pkg, err, out)
 	}
 	return bin, nil
 }

@@ -2,44 +2,21 @@ package tenancy_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
-	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/test/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
-	"github.com/kraan-io/kraan-operator/test/testenv"
 )
-
-// csvArgs are the operator container's arguments in the bundle's CSV: how
-// OLM starts the operator.
-func csvArgs(t *testing.T) []string {
-	t.Helper()
-	g := NewWithT(t)
-	root, err := testenv.RepoRoot()
-	g.Expect(err).NotTo(HaveOccurred())
-	data, err := os.ReadFile(filepath.Join(root, "bundle", "manifests", "kraan-operator.clusterserviceversion.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	csv := &operatorsv1alpha1.ClusterServiceVersion{}
-	g.Expect(yaml.Unmarshal(data, csv)).To(Succeed())
-	specs := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
-	g.Expect(specs).To(HaveLen(1))
-	containers := specs[0].Spec.Template.Spec.Containers
-	g.Expect(containers).NotTo(BeEmpty())
-	return containers[0].Args
-}
 
 // TestShippedDefaults_ANamespaceEditorCannotEscalate: issue #42. Under OLM
 // every namespace editor may create HelmReleases. Started with the CSV's
@@ -51,7 +28,7 @@ func csvArgs(t *testing.T) []string {
 func TestShippedDefaults_ANamespaceEditorCannotEscalate(t *testing.T) {
 	// The CSV elects a leader in the namespace OLM runs it in; out of a
 	// cluster that namespace is named.
-	args := append(csvArgs(t), "--watch-label-selector=tenancy=shipped-defaults", "--leader-election-namespace="+leaseNamespace)
+	args := append(suite.CSVArgs(t), "--watch-label-selector=tenancy=shipped-defaults", "--leader-election-namespace="+leaseNamespace)
 	op, err := suite.StartOperator(t.Context(), suite.OperatorProcess{
 		Name: "shipped-defaults", Binary: operatorBinary, Kubeconfig: kubeconfig, Dir: t.TempDir(),
 		Args: args, Env: []string{"RUNTIME_NAMESPACE=" + leaseNamespace}, Lockdown: true,
