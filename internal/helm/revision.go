@@ -174,8 +174,8 @@ func revisionOf(rel *release.Release, desired Desired) *Revision {
 		FirstDeployed: rel.Info.FirstDeployed, LastDeployed: rel.Info.LastDeployed,
 		Manifest: rel.Manifest,
 		TestsRan: TestsRan(rel), TestsFailed: TestsFailed(rel), TestHooks: testHookRuns(rel),
-		Matches: desired.Chart != nil && desired.Matches(rel),
-		Trust:   recordTrust(rel),
+		Matches:   desired.Chart != nil && desired.Matches(rel),
+		Trust:     recordTrust(rel),
 		WrittenBy: rel.Labels[recordWriterLabel], WrittenAt: rel.Labels[recordWrittenAtLabel],
 	}
 }

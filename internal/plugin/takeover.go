@@ -11,6 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -45,7 +49,10 @@ layer, not to what it applied, and it creates no HelmRelease. This command:
   1. refuses while a Deployment running Kraan's controller or Flux
      helm-controller (images ` + strings.Join(previousControllers, ", ") + `) has a replica: scale them to 0 first;
   2. orders the layers dependencies first (prereqs.dependsOn);
-  3. annotates each ` + kraanv1.TakeOverAnnotation + `=<now>, and with --wait (the default) waits
+  3. suspends the Flux HelmReleases each layer's Kraan status lists, so that
+     no release has two owners (a kraan.io HelmRelease waits while a Flux one
+     that is not suspended manages its release), should helm-controller start again;
+  4. annotates each ` + kraanv1.TakeOverAnnotation + `=<now>, and with --wait (the default) waits
      until the operator has it Ready before handing over the layers that depend on it.
 
 The operator then adopts every Helm release the layer's HelmReleases name
@@ -89,6 +96,9 @@ func (to *takeOverOptions) run(ctx context.Context, names []string) error {
 		return nil
 	}
 	for _, l := range layers {
+		if err := to.suspendFluxReleases(ctx, s, l); err != nil {
+			return err
+		}
 		if to.dryRun {
 			fmt.Fprintf(to.streams.Out, "would take over AddonsLayer %s\n", l.Name)
 			continue
@@ -103,6 +113,39 @@ func (to *takeOverOptions) run(ctx context.Context, names []string) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// kraanFluxReleaseKind is how Kraan's controller names the kind of a Flux
+// HelmRelease in a layer's status.resources.
+const kraanFluxReleaseKind = "helmreleases.helm.toolkit.fluxcd.io"
+
+// suspendFluxReleases sets spec.suspend on each Flux HelmRelease l's Kraan
+// status lists (a dry run says which it would). One already gone, or a
+// cluster without Flux's CRD, is nothing to suspend.
+func (to *takeOverOptions) suspendFluxReleases(ctx context.Context, s *session, l *kraanv1.AddonsLayer) error {
+	for _, r := range l.Status.Resources {
+		if r.Kind != kraanFluxReleaseKind && (r.Kind != "HelmRelease" || !strings.HasPrefix(r.APIVersion, "helm.toolkit.fluxcd.io/")) {
+			continue
+		}
+		if to.dryRun {
+			fmt.Fprintf(to.streams.Out, "would suspend Flux HelmRelease %s/%s\n", r.Namespace, r.Name)
+			continue
+		}
+		hr := &unstructured.Unstructured{}
+		hr.SetAPIVersion("helm.toolkit.fluxcd.io/v2")
+		hr.SetKind("HelmRelease")
+		hr.SetNamespace(r.Namespace)
+		hr.SetName(r.Name)
+		err := s.client.Patch(ctx, hr, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`)))
+		switch {
+		case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("suspending Flux HelmRelease %s/%s of layer %s: %w", r.Namespace, r.Name, l.Name, err)
+		}
+		fmt.Fprintf(to.streams.ErrOut, "► suspended Flux HelmRelease %s/%s\n", r.Namespace, r.Name)
 	}
 	return nil
 }

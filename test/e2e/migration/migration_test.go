@@ -73,6 +73,36 @@ func TestMigration_FromFluxHelmControllerInALayer(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
 
+// TestMigration_LiveFluxRelease_KraanWaits: issue #43, never two owners. The
+// kraan.io HelmReleases are created while the Flux ones still run
+// unsuspended (a guide step skipped, or an AddonsLayer over the same
+// directory): each waits, Ready=False reason ManagedByFlux naming the Flux
+// HelmRelease to suspend, and Helm storage does not move. Once Flux lets go
+// the releases are adopted in place.
+func TestMigration_LiveFluxRelease_KraanWaits(t *testing.T) {
+	m := installWithFlux(t, "two-owners")
+	startOperator(t, "--requeue-dependency=2s")
+	for _, o := range m.objs {
+		createKraanRelease(t, o)
+	}
+	NewWithT(t).Eventually(func(g Gomega) {
+		for _, o := range m.objs {
+			hr := &kraanv1.HelmRelease{}
+			g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(o), hr)).To(Succeed())
+			ready := apimeta.FindStatusCondition(hr.Status.Conditions, kraanv1.ReadyCondition)
+			g.Expect(ready).NotTo(BeNil(), "HelmRelease %s has no Ready condition", o.GetName())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), o.GetName())
+			g.Expect(ready.Reason).To(Equal(kraanv1.ReasonManagedByFlux), "%s: %s", o.GetName(), ready.Message)
+			g.Expect(ready.Message).To(ContainSubstring("Flux HelmRelease " + o.GetNamespace() + "/" + o.GetName()))
+		}
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	expectStorage(t, m.flux, m.before.storage)
+
+	m.handedOver = time.Now()
+	m.handOver(t)
+	m.expectAdopted(t)
+}
+
 // migration is one run: the Flux HelmReleases and what Flux deployed.
 type migration struct {
 	namespace, target string

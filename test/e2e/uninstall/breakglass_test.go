@@ -84,7 +84,7 @@ func TestBreakGlassHelm(t *testing.T) {
 		g.Consistently(func(g Gomega) {
 			g.Expect(message(g)).To(Equal("admin"))
 			g.Expect(releaseRevisions(g)).To(HaveLen(4))
-		}).WithTimeout(10 * time.Second).WithPolling(poll).Should(Succeed(), "a suspended release is left as the admin fixed it")
+		}).WithTimeout(10*time.Second).WithPolling(poll).Should(Succeed(), "a suspended release is left as the admin fixed it")
 
 		g.Expect(kraan(t, "resume", "helmrelease", "-n", breakGlassNamespace, "app").code).To(Equal(plugin.ExitOK))
 		reconcileReady(t)

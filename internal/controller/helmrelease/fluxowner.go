@@ -1,0 +1,56 @@
+package helmrelease
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
+)
+
+// awaitFluxHandover keeps a release with one owner: while a Flux
+// helm-controller HelmRelease that is not suspended (or is being deleted,
+// which uninstalls) manages the same Helm release, the operator does not
+// act on it and says which object to suspend — as a Kraan layer awaits its
+// take-over. Flux's HelmReleases are read when a Helm action is due only,
+// uncached, from the release's storage namespace (where Flux keeps the
+// records of a HelmRelease of that namespace); a cluster without Flux's CRD
+// costs one failed read. Remote clusters are not checked: their Flux is
+// not this cluster's.
+func (r *Reconciler) awaitFluxHandover(ctx context.Context, target helm.Target) error {
+	if target.Cluster != nil {
+		return nil
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(releasespec.FluxHelmReleaseGroupVersion)
+	list.SetKind(releasespec.FluxHelmReleases)
+	err := r.APIReader.List(ctx, list, client.InNamespace(target.StorageNamespace))
+	switch {
+	case apimeta.IsNoMatchError(err), apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err):
+		return nil // no Flux here
+	case err != nil:
+		// Unknown is not "Flux manages it": the operator's own checks
+		// (records, ownership) still hold.
+		ctrl.LoggerFrom(ctx).V(1).Info("Cannot tell whether Flux manages the release", "error", err.Error())
+		return nil
+	}
+	for i := range list.Items {
+		flux := &list.Items[i]
+		name, storage, active := releasespec.FluxRelease(flux)
+		if active && name == target.ReleaseName && storage == target.StorageNamespace {
+			return kit.Waiting(kraanv1.ReasonManagedByFlux, r.DependencyRequeue, fmt.Errorf(
+				"Flux HelmRelease %s/%s manages Helm release %s/%s and is not suspended: the operator waits, so that the release "+
+					"has one owner; suspend it (flux suspend helmrelease -n %s %s) or delete it with its finalizer removed",
+				flux.GetNamespace(), flux.GetName(), storage, name, flux.GetNamespace(), flux.GetName()))
+		}
+	}
+	return nil
+}
