@@ -41,6 +41,11 @@ ETCD := $(TOOLS_DIR)/etcd-$(ETCD_VERSION)/etcd
 KWOK := $(TOOLS_DIR)/kwok-$(KWOK_VERSION)/kwok
 KWOK_STAGES := $(TOOLS_DIR)/kwok-$(KWOK_VERSION)/stages.yaml
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
+# The Helm 4 CLI at the version the operator embeds (hack/tools/helm pins the
+# same helm.sh/helm/v4 as go.mod): the break-glass tests run it.
+HELM_CLI_VERSION := $(shell sed -n 's#^require helm.sh/helm/v4 ##p' hack/tools/helm/go.mod)
+HELM_CLI := $(TOOLS_DIR)/helm-$(HELM_CLI_VERSION)/helm
+export KRAAN_HELM_CLI := $(HELM_CLI)
 GOLANGCI_LINT := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
 # operator-sdk, scorecard-test, OLM and opm (built in the OLM section below).
@@ -96,7 +101,7 @@ TEST_TOOLS = $(EARLY_TOOLS) $(LATE_TOOLS)
 # tools: Flux helm-controller (test/e2e/migration), OLM and opm (test/e2e/olm,
 # the image round trip). A test reaching for a late tool too early fails
 # naming it (TestLatePackages_RunTheLateTools keeps this list true).
-EARLY_TOOLS = $(ASSETS) source-controller $(HELM_CONTROLLER_CRDS)/.complete $(CONTROLLER_GEN)
+EARLY_TOOLS = $(ASSETS) source-controller $(HELM_CONTROLLER_CRDS)/.complete $(CONTROLLER_GEN) $(HELM_CLI)
 LATE_TOOLS = helm-controller olm-runtime
 LATE_PACKAGES = ./test/e2e/migration ./test/e2e/olm ./hack/image/imagebuild
 LATE_TEST_P ?= 2
@@ -503,6 +508,8 @@ $(CONTROLLER_GEN):
 	$(call build-tools,controller-gen,$(dir $@),,about 1 minute,sigs.k8s.io/controller-tools/cmd/controller-gen)
 $(GOLANGCI_LINT):
 	$(call build-tools,golangci-lint,$(dir $@),,about 3 minutes,github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
+$(HELM_CLI):
+	$(call build-tools,helm,$(dir $@),-X helm.sh/helm/v4/internal/version.version=$(HELM_CLI_VERSION),about 2 minutes,helm.sh/helm/v4/cmd/helm)
 
 # kwok refuses to start without stages: take the "fast" node and pod stages and
 # the lease heartbeat shipped in kwok's own module.

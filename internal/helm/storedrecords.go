@@ -99,7 +99,7 @@ func (s *storedRecords) stored(name string) []byte {
 }
 
 // lastWriter is the field manager that wrote an object last, and when (RFC
-// 3339), from its managed fields: "helm" for the Helm CLI, "helm-controller"
+// 3339), from its managed fields: "Helm" for the Helm CLI, "helm-controller"
 // for Flux, "kubectl-edit" for a hand edit.
 func lastWriter(fields []metav1.ManagedFieldsEntry) (manager, at string) {
 	var latest time.Time

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -39,28 +40,50 @@ var probeClient = &http.Client{Timeout: 5 * time.Second}
 // BuildOperator builds the operator binary, ./cmd, into dir and returns its
 // path.
 func BuildOperator(ctx context.Context, dir string) (string, error) {
-	return goBuild(ctx, dir, "kraan-operator", "./cmd")
-}
-
-// BuildHelmCLI builds the Helm 4 CLI from the Helm module the operator is
-// built with (go.mod pins it) into dir and returns its path: the
-// break-glass tests run the admin's own tool, at the operator's Helm
-// version.
-func BuildHelmCLI(ctx context.Context, dir string) (string, error) {
-	return goBuild(ctx, dir, "helm", "helm.sh/helm/v4/cmd/helm")
-}
-
-// goBuild builds pkg of the repository's module into dir/name.
-func goBuild(ctx context.Context, dir, name, pkg string) (string, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, name)
+	return goBuild(ctx, root, filepath.Join(dir, "kraan-operator"), "./cmd")
+}
+
+// BuildReleasedOperator builds the operator of the released version
+// (bundle-history/<version>, committed as the Makefile's BUNDLE_HISTORY
+// says) from that commit's source, with that commit's go.mod, into dir, and
+// returns its path: the upgrade test starts from what users run, not from
+// this tree. The commit must be in the repository's history (a shallow
+// clone lacks it: git fetch --unshallow).
+func BuildReleasedOperator(ctx context.Context, dir, version string) (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`(?m)^BUNDLE_HISTORY :=.*\b` + regexp.QuoteMeta(version) + `=([0-9a-f]{40})\b`).FindSubmatch(makefile)
+	if m == nil {
+		return "", fmt.Errorf("the Makefile's BUNDLE_HISTORY names no commit for %s", version)
+	}
+	commit := string(m[1])
+	src := filepath.Join(dir, "src-"+version)
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	archive := exec.CommandContext(ctx, "sh", "-c", `git -C "$1" archive --format=tar "$2" | tar -x -C "$3"`, "sh", root, commit, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("reading commit %s of %s (a shallow clone lacks it: git fetch --unshallow): %w: %s", commit, version, err, out)
+	}
+	return goBuild(ctx, src, filepath.Join(dir, "kraan-operator-"+version), "./cmd")
+}
+
+// goBuild builds pkg of the module in dir into bin.
+func goBuild(ctx context.Context, dir, bin, pkg string) (string, error) {
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
-	build.Dir = root
+	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w: %s", pkg, err, out)
+		return "", fmt.Errorf("go build %s in %s: %w: %s", pkg, dir, err, out)
 	}
 	return bin, nil
 }

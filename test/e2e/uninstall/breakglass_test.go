@@ -34,7 +34,7 @@ const breakGlassNamespace = "breakglass"
 // from the module the operator uses) on a release the operator manages,
 // started with the CSV's own arguments. Each revision the CLI writes copies
 // the operator's signature label, which does not verify: the operator says
-// the revision was written outside it (by helm), replays nothing from it and
+// the revision was written outside it (by Helm), replays nothing from it and
 // brings the release back to its spec with a revision of its own; while the
 // HelmRelease is suspended the admin's fix stands; a rollback to what the
 // spec deploys is adopted without a new revision; after helm uninstall the
@@ -70,7 +70,7 @@ func TestBreakGlassHelm(t *testing.T) {
 		g.Expect(releaseRevisions(g)).To(Equal([]string{"1=superseded", "2=failed", "3=deployed"}))
 		g.Expect(outsideReports(g)).To(ContainElement(And(
 			ContainSubstring("revision 2 (failed) of release breakglass/app was written outside the operator"),
-			ContainSubstring("by helm"))))
+			ContainSubstring("by Helm"))))
 		g.Expect(message(g)).To(Equal("from the spec"))
 	})
 
@@ -126,14 +126,15 @@ func TestBreakGlassHelm(t *testing.T) {
 	}
 }
 
-// newHelmCLI builds the Helm CLI and returns a function running it as the
+// newHelmCLI returns a function running the Helm 4 CLI ($KRAAN_HELM_CLI,
+// built by make from hack/tools/helm, the operator's Helm version) as the
 // cluster admin in breakGlassNamespace, with Helm's own files in a
 // temporary directory.
 func newHelmCLI(t *testing.T) func(args ...string) (string, error) {
 	t.Helper()
 	dir := t.TempDir()
-	bin, err := suite.BuildHelmCLI(t.Context(), dir)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	bin := os.Getenv("KRAAN_HELM_CLI")
+	NewWithT(t).Expect(bin).NotTo(BeEmpty(), "KRAAN_HELM_CLI is not set: run the tests with `make test`, which builds the Helm CLI and sets it")
 	return func(args ...string) (string, error) {
 		cmd := exec.CommandContext(t.Context(), bin, append(args, "--namespace", breakGlassNamespace, "--kubeconfig", kubeconfig)...)
 		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"),
