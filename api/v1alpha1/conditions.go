@@ -121,11 +121,15 @@ const (
 	// ReasonManagedByFlux: a Flux helm-controller HelmRelease that is not
 	// suspended manages the same Helm release; the HelmRelease waits until
 	// it is suspended or gone, so that the release has one owner.
-	ReasonManagedByFlux   = "ManagedByFlux"
-	ReasonDriftDetected   = "DriftDetected"
-	ReasonDriftCorrected  = "DriftCorrected"
-	ReasonNoDriftDetected = "NoDriftDetected"
-	ReasonSucceeded       = "Succeeded"
+	ReasonManagedByFlux = "ManagedByFlux"
+	// ReasonSourceKindNotInstalled: the object's source is of a Flux kind
+	// whose CRD the cluster does not have (no Flux source-controller); the
+	// object waits and goes on when the CRD is installed.
+	ReasonSourceKindNotInstalled = "SourceKindNotInstalled"
+	ReasonDriftDetected          = "DriftDetected"
+	ReasonDriftCorrected         = "DriftCorrected"
+	ReasonNoDriftDetected        = "NoDriftDetected"
+	ReasonSucceeded              = "Succeeded"
 
 	// ReasonUninstallSkipped: a deleted HelmRelease let go of its release
 	// without uninstalling it (its kubeConfig Secret or ServiceAccount is

@@ -12,6 +12,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -305,8 +306,14 @@ func ClassifyChartError(err error) error {
 	switch {
 	case errors.As(err, &terminal), errors.As(err, &waiting), errors.As(err, &transient):
 		return err
+	case meta.IsNoMatchError(err):
+		return kit.KindNotInstalled(kraanv1.ReasonSourceKindNotInstalled, err, FluxSourceProvider)
 	case chart.IsTerminal(err):
 		return kit.Terminal(kraanv1.ReasonArtifactFailed, err)
 	}
 	return kit.Transient(kraanv1.ReasonArtifactFailed, err)
 }
+
+// FluxSourceProvider is what installs Flux's source kinds: the operator
+// watches all five, which source-controller serves as v1 since v1.6.
+const FluxSourceProvider = "Flux source-controller v1.6 or later (source.toolkit.fluxcd.io/v1)"

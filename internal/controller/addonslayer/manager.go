@@ -86,8 +86,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	for gvk := range kinds {
 		b = b.WatchesRawSource(crsource.Kind(workloads, kit.MetadataOf(gvk), ownedWorkload))
 	}
+	// Flux's sources are watched once the cluster has their CRDs.
+	var fluxWatches []kit.OptionalWatch
 	for _, src := range []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}} {
-		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(r.requestsForSourceChange))
+		fluxWatches = append(fluxWatches, kit.OptionalWatch{Object: src, Handler: handler.EnqueueRequestsFromMapFunc(r.requestsForSourceChange)})
 	}
 	// A chart-backed object turning Ready moves its layer on, like a HelmRelease.
 	for _, gvk := range opts.ChartBackedKinds {
@@ -95,7 +97,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		obj.SetGroupVersionKind(gvk)
 		b = b.WatchesMetadata(obj, owned)
 	}
-	return b.Complete(r)
+	c, err := b.Build(r)
+	if err != nil {
+		return err
+	}
+	return kit.WatchWhenInstalled(mgr, c, fluxWatches)
 }
 
 // newReconciler wires the reconciler's collaborators. The chart-backed kinds

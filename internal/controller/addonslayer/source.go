@@ -3,12 +3,17 @@ package addonslayer
 import (
 	"context"
 	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/layerspec"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 // sourceKey names a layer's source, "GitRepository/flux-system/addons"; it is
@@ -49,6 +54,10 @@ func sourceError(sc *layerScope, err error) error {
 	var path *layerspec.PathError
 	interval := sc.interval
 	switch {
+	case meta.IsNoMatchError(err):
+		return waitingIn(kraanv1.PendingState, kraanv1.ReasonSourceKindNotInstalled, kit.OptionalWatchInterval,
+			fmt.Sprintf("%v: the cluster has no CRD for it; %s provides it, and the layer goes on once it is installed",
+				err, releasespec.FluxSourceProvider))
 	case errors.As(err, &notReady):
 		return waitingIn(kraanv1.PendingState, kraanv1.ReasonSourceNotReady, interval, notReady.Message)
 	case errors.As(err, &fetch) && fetch.Unusable():

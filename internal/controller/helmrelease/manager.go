@@ -148,26 +148,32 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
 		WatchesRawSource(crsource.Channel(r.runs.ended, enqueueAhead)).
 		WithOptions(opts.Controller())
 	// A new artifact of a chart's source reconciles the releases built from
-	// it at once, not at their interval.
+	// it at once, not at their interval. Flux's kinds are watched once the
+	// cluster has their CRDs (kit.WatchWhenInstalled).
+	var fluxWatches []kit.OptionalWatch
 	for kind, src := range map[string]releasespec.ArtifactSource{
 		sourcev1.GitRepositoryKind: &sourcev1.GitRepository{}, sourcev1.OCIRepositoryKind: &sourcev1.OCIRepository{},
 		sourcev1.BucketKind: &sourcev1.Bucket{}, sourcev1.HelmChartKind: &sourcev1.HelmChart{},
 	} {
-		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(r.requestsForChartSource(kind)),
-			builder.WithPredicates(artifactChanged{}))
+		fluxWatches = append(fluxWatches, kit.OptionalWatch{Object: src,
+			Handler: handler.EnqueueRequestsFromMapFunc(r.requestsForChartSource(kind)), Predicates: []predicate.Predicate{artifactChanged{}}})
 	}
 	if r.repoWatch != nil {
 		// A HelmRepository is checked at once when its spec changes or
 		// source-controller publishes a new index of it; repoWatch then
 		// re-queues the releases the change concerns.
-		b = b.Watches(&sourcev1.HelmRepository{}, handler.Funcs{
+		fluxWatches = append(fluxWatches, kit.OptionalWatch{Object: &sourcev1.HelmRepository{}, Handler: handler.Funcs{
 			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				r.repoWatch.Due(ctx, client.ObjectKeyFromObject(e.ObjectNew))
 			},
-		}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, artifactChanged{}))).
-			WatchesRawSource(crsource.Channel(r.repoWatch.channel(), &handler.EnqueueRequestForObject{}))
+		}, Predicates: []predicate.Predicate{predicate.Or(predicate.GenerationChangedPredicate{}, artifactChanged{})}})
+		b = b.WatchesRawSource(crsource.Channel(r.repoWatch.channel(), &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(r)
+	c, err := b.Build(r)
+	if err != nil {
+		return err
+	}
+	return kit.WatchWhenInstalled(mgr, c, fluxWatches)
 }
 
 // runPriority is the priority, in the controller's priority queue, of the

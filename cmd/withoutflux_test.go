@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/test/testenv"
+)
+
+// TestRun_WithoutFlux_EveryObjectSaysSo: issue #44. Most clusters that
+// install the operator from OperatorHub have no Flux. A HelmRelease whose
+// chart comes from a HelmRepository, and an AddonsLayer reading a
+// GitRepository, each say within seconds that the kind is not installed,
+// naming it and what provides it, while /readyz stays ok; once Flux's CRDs
+// are installed they go on without a restart (here: to wait for the
+// sources, which nobody created).
+func TestRun_WithoutFlux_EveryObjectSaysSo(t *testing.T) {
+	g := NewWithT(t)
+	env, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
+	probeAddr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"--kubeconfig", kubeconfig, "--health-probe-bind-address", probeAddr,
+			"--metrics-bind-address", "0", "--log-level", "error", "--release-record-key-namespace", "default",
+			"--data-path", t.TempDir(), "--requeue-dependency", "2s"}, os.Stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-exit
+	})
+	g.Eventually(httpStatus(probeAddr, "/readyz")).WithTimeout(30 * time.Second).Should(Equal(200))
+
+	hr := &kraanv1.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"},
+		Spec: kraanv1.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Hour},
+			Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{Chart: "small",
+				SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"}}}},
+	}
+	layer := &kraanv1.AddonsLayer{
+		ObjectMeta: metav1.ObjectMeta{Name: "base"},
+		Spec: kraanv1.AddonsLayerSpec{Version: "0.1.0", Interval: metav1.Duration{Duration: time.Hour},
+			Source: kraanv1.SourceSpec{Name: "addons", Namespace: "default", Path: "./base"}},
+	}
+	g.Expect(env.Client.Create(ctx, hr)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, layer)).To(Succeed())
+	readyOf := func(obj client.Object, conditions func() []metav1.Condition) func(Gomega) *metav1.Condition {
+		return func(g Gomega) *metav1.Condition {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+			ready := apimeta.FindStatusCondition(conditions(), kraanv1.ReadyCondition)
+			g.Expect(ready).NotTo(BeNil(), "%s has no Ready condition", obj.GetName())
+			return ready
+		}
+	}
+	hrReady := readyOf(hr, func() []metav1.Condition { return hr.Status.Conditions })
+	layerReady := readyOf(layer, func() []metav1.Condition { return layer.Status.Conditions })
+	g.Eventually(func(g Gomega) {
+		for what, ready := range map[string]*metav1.Condition{"HelmRepository": hrReady(g), "GitRepository": layerReady(g)} {
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Reason).To(Equal(kraanv1.ReasonSourceKindNotInstalled), ready.Message)
+			g.Expect(ready.Message).To(And(ContainSubstring(what), ContainSubstring("source-controller")))
+		}
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Expect(httpStatus(probeAddr, "/readyz")()).To(Equal(200))
+
+	g.Expect(testenv.InstallCRDs(env.Config)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, ready := range []*metav1.Condition{hrReady(g), layerReady(g)} {
+			g.Expect(ready.Reason).NotTo(Equal(kraanv1.ReasonSourceKindNotInstalled), ready.Message)
+			g.Expect(ready.Message).To(ContainSubstring("not found"))
+		}
+	}).WithTimeout(time.Minute).WithPolling(250*time.Millisecond).Should(Succeed(), "the objects go on once Flux's CRDs are there")
+}
