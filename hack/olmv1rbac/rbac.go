@@ -76,19 +76,18 @@ func installerName(extension string) string { return extension + "-installer" }
 // operator needs, and cannot itself read a Secret or delete a Pod.
 func installerRBAC(b bundle, namespace, extension string) []any {
 	name := installerName(extension)
-	var crds, clusterRoles, services []string
+	var crds, services []string
 	for _, m := range b.manifests {
 		switch m.GetKind() {
 		case "CustomResourceDefinition":
 			crds = append(crds, m.GetName())
-		case "ClusterRole":
-			clusterRoles = append(clusterRoles, m.GetName())
 		case "Service":
 			services = append(services, m.GetName())
 		}
 	}
-	var deployments, accounts []string
 	spec := b.csv.Spec.InstallStrategy.StrategySpec
+	deployments := make([]string, 0, len(spec.DeploymentSpecs))
+	var accounts []string
 	for _, d := range spec.DeploymentSpecs {
 		deployments = append(deployments, d.Name)
 		accounts = appendNew(accounts, d.Spec.Template.Spec.ServiceAccountName)

@@ -77,7 +77,7 @@ func TestInstallerRBAC_InstallsTheBundle(t *testing.T) {
 func TestInstallerRBAC_DocsShowIt(t *testing.T) {
 	g := NewWithT(t)
 	root := filepath.Dir(bundleDir(t))
-	cmd := exec.Command("go", "run", "./hack/olmv1rbac")
+	cmd := exec.CommandContext(t.Context(), "go", "run", "./hack/olmv1rbac")
 	cmd.Dir = root
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -100,7 +100,8 @@ func bundleDir(t *testing.T) string {
 // the manifests, the CSV's Deployments and ServiceAccounts, and a role and a
 // binding for each of its permission sets.
 func bundleObjects(g Gomega, b bundle) []client.Object {
-	var out []client.Object
+	spec := b.csv.Spec.InstallStrategy.StrategySpec
+	out := make([]client.Object, 0, len(b.manifests)+3*len(spec.ClusterPermissions)+2*len(spec.Permissions)+len(spec.DeploymentSpecs))
 	for _, m := range b.manifests {
 		obj := m.DeepCopy()
 		if obj.GetKind() != "CustomResourceDefinition" && obj.GetKind() != "ClusterRole" {
@@ -108,7 +109,6 @@ func bundleObjects(g Gomega, b bundle) []client.Object {
 		}
 		out = append(out, obj)
 	}
-	spec := b.csv.Spec.InstallStrategy.StrategySpec
 	for i, p := range spec.ClusterPermissions {
 		name := b.csv.Name + "-cluster-" + strings.Repeat("x", i+1)
 		out = append(out,

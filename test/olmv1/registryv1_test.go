@@ -232,6 +232,26 @@ func crdChanges(old, crd *apiextensionsv1.CustomResourceDefinition) []string {
 	return problems
 }
 
+// valueChanges compares the values two schemas of one field allow: the enum
+// and the default.
+func valueChanges(path string, old, cur *apiextensionsv1.JSONSchemaProps) []string {
+	var problems []string
+	if len(cur.Enum) > 0 {
+		if len(old.Enum) == 0 {
+			problems = append(problems, path+": an enum restricts values that were free")
+		}
+		for _, e := range old.Enum {
+			if !slices.ContainsFunc(cur.Enum, func(c apiextensionsv1.JSON) bool { return string(c.Raw) == string(e.Raw) }) {
+				problems = append(problems, fmt.Sprintf("%s: enum value %s removed", path, e.Raw))
+			}
+		}
+	}
+	if (old.Default == nil) != (cur.Default == nil) || (old.Default != nil && string(old.Default.Raw) != string(cur.Default.Raw)) {
+		problems = append(problems, path+": default changed")
+	}
+	return problems
+}
+
 // schemaChanges compares two schemas of one field, recursively.
 func schemaChanges(path string, old, cur *apiextensionsv1.JSONSchemaProps) []string {
 	if old == nil || cur == nil {
@@ -246,19 +266,7 @@ func schemaChanges(path string, old, cur *apiextensionsv1.JSONSchemaProps) []str
 			problems = append(problems, fmt.Sprintf("%s: %s newly required", path, r))
 		}
 	}
-	if len(cur.Enum) > 0 {
-		if len(old.Enum) == 0 {
-			problems = append(problems, path+": an enum restricts values that were free")
-		}
-		for _, e := range old.Enum {
-			if !slices.ContainsFunc(cur.Enum, func(c apiextensionsv1.JSON) bool { return string(c.Raw) == string(e.Raw) }) {
-				problems = append(problems, fmt.Sprintf("%s: enum value %s removed", path, e.Raw))
-			}
-		}
-	}
-	if (old.Default == nil) != (cur.Default == nil) || (old.Default != nil && string(old.Default.Raw) != string(cur.Default.Raw)) {
-		problems = append(problems, path+": default changed")
-	}
+	problems = append(problems, valueChanges(path, old, cur)...)
 	for name, op := range old.Properties {
 		np, ok := cur.Properties[name]
 		if !ok {

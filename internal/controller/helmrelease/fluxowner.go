@@ -47,9 +47,9 @@ func (r *Reconciler) awaitFluxHandover(ctx context.Context, target helm.Target) 
 		name, storage, active := releasespec.FluxRelease(flux)
 		if active && name == target.ReleaseName && storage == target.StorageNamespace {
 			return kit.Waiting(kraanv1.ReasonManagedByFlux, r.DependencyRequeue, fmt.Errorf(
-				"Flux HelmRelease %s/%s manages Helm release %s/%s and is not suspended: the operator waits, so that the release "+
-					"has one owner; suspend it (flux suspend helmrelease -n %s %s) or delete it with its finalizer removed",
-				flux.GetNamespace(), flux.GetName(), storage, name, flux.GetNamespace(), flux.GetName()))
+				"the Helm release %s/%s is managed by Flux HelmRelease %s/%s, which is not suspended: the operator waits, so that "+
+					"the release has one owner; suspend it (flux suspend helmrelease -n %s %s), or delete it once suspended",
+				storage, name, flux.GetNamespace(), flux.GetName(), flux.GetNamespace(), flux.GetName()))
 		}
 	}
 	return nil

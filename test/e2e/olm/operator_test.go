@@ -59,8 +59,10 @@ func runOperatorPod(t *testing.T, c client.Client, work, bin, csvName string) *s
 
 	// In a pod the Lease's namespace is the pod's; a process has none.
 	args := append(append([]string{}, container.Args...), "--leader-election-namespace="+operatorsNS)
+	// A released binary before the lockdown flag (0.1.0) does not know
+	// --multi-tenancy-lockdown=false, and had no lockdown to turn off.
 	op, err := suite.StartOperator(ctx, suite.OperatorProcess{Name: "kraan-operator", Binary: bin, Kubeconfig: kubeconfig,
-		Dir: dir, Args: args, Env: env})
+		Dir: dir, Args: args, Env: env, Lockdown: csvName == csvV1})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if err := op.Stop(); err != nil {

@@ -26,6 +26,7 @@ import (
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/olm"
 	"github.com/kraan-io/kraan-operator/test/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
@@ -75,11 +76,12 @@ func layerName(i int) string { return fmt.Sprintf("olm-l%d", i+1) }
 // new operator has reconciled every release, and not one Helm revision was
 // added, no pod was recreated or restarted, and every layer stayed Deployed.
 //
-// Both versions run the binary built from this tree: 0.1.0 and 0.2.0 differ
-// here only in their bundles (bundle-history/0.1.0 as released, and
-// bundle/), which is what OLM acts on. kwok's pods run nothing, so the test
-// runs the operator process the Deployment's pod template describes, and
-// replaces it when OLM changes the template (runOperatorPod).
+// Each version runs its own binary (issue #43, item 5): 0.1.0 the operator
+// built from the commit it was released from (Helm 3 engine, its own
+// flags), 0.2.0 this tree's. kwok's pods run nothing, so the test runs the
+// operator process the Deployment's pod template describes, and replaces it
+// when OLM changes the template (runOperatorPod). After the upgrade, the
+// next revision of a release is signed by the new operator.
 func TestOLM_UpgradeLeavesReleasesAlone(t *testing.T) {
 	began := time.Now()
 	g := NewWithT(t)
@@ -92,6 +94,8 @@ func TestOLM_UpgradeLeavesReleasesAlone(t *testing.T) {
 	startOLM(t, work, olmBin, catalogBin)
 	sources := startSources(t, work, scBin)
 	bin, err := suite.BuildOperator(ctx, work)
+	g.Expect(err).NotTo(HaveOccurred())
+	released, err := suite.BuildReleasedOperator(ctx, work, "0.1.0")
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// 0.1.0, as published in the stable channel, with a flag set the only
@@ -117,8 +121,9 @@ func TestOLM_UpgradeLeavesReleasesAlone(t *testing.T) {
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: operatorsNS, Name: deploymentName}, dep)).To(Succeed())
 		g.Expect(containerEnv(dep, concurrencyEnv)).To(Equal("6"))
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "OLM passes the Subscription's spec.config.env to the operator")
-	op := runOperatorPod(t, c, work, bin, csvV1)
-	g.Expect(op.Log()).To(MatchRegexp(`Flags set from the environment.*%s`, concurrencyEnv), "the operator takes its flag from the environment")
+	// 0.1.0 reads no KRAAN_* variable: OLM passes it, the old binary
+	// ignores it.
+	op := runOperatorPod(t, c, work, released, csvV1)
 	installed := time.Since(began)
 
 	// The workload, deployed by 0.1.0.
@@ -146,7 +151,7 @@ func TestOLM_UpgradeLeavesReleasesAlone(t *testing.T) {
 	upgraded := time.Since(held)
 	g.Expect(op.Stop()).To(Succeed())
 	op = runOperatorPod(t, c, work, bin, csvV2)
-	g.Expect(op.Log()).To(MatchRegexp(`Flags set from the environment.*%s`, concurrencyEnv), "the flag survives the upgrade")
+	g.Expect(op.Log()).To(MatchRegexp(`Flags set from the environment.*%s`, concurrencyEnv), "the operator takes its flag from the environment")
 	g.Eventually(func() error {
 		return c.Get(ctx, client.ObjectKey{Namespace: operatorsNS, Name: csvV1}, &operatorsv1alpha1.ClusterServiceVersion{})
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(MatchError(ContainSubstring("not found")),
@@ -167,6 +172,8 @@ func TestOLM_UpgradeLeavesReleasesAlone(t *testing.T) {
 	g.Expect(recreated).To(BeEmpty(), "pods recreated by the upgrade")
 	g.Expect(restarted).To(BeZero(), "container restarts during the upgrade")
 	g.Expect(after.layers).To(Equal(before.layers), "every layer stayed Deployed at its version and revision")
+
+	expectNextRevisionSigned(t, c, after.revisions[habitatNS+"/redis"])
 
 	// Users of the deprecated channel are told, and can move to alpha,
 	// which holds the same versions: nothing is reinstalled.
@@ -258,6 +265,27 @@ func deployWorkload(t *testing.T, c client.Client, sources *env.Sources, size up
 		g.Expect(meta.IsStatusConditionTrue(hab.Status.Conditions, kraanv1.ReadyCondition)).To(BeTrue(),
 			"Habitat: %s", readyMessage(hab.Status.Conditions))
 	}).WithTimeout(10*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the workload is Deployed by 0.1.0")
+}
+
+// expectNextRevisionSigned changes the Habitat, whose release 0.1.0 wrote,
+// and waits for the new operator's next revision of it: deployed, and
+// carrying the operator's record signature.
+func expectNextRevisionSigned(t *testing.T, c client.Client, latest int) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	g.Eventually(func(g Gomega) {
+		hab := &habitatv1.Habitat{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: habitatNS, Name: "redis"}, hab)).To(Succeed())
+		hab.Spec.Image = "habitat/redis:1"
+		g.Expect(c.Update(ctx, hab)).To(Succeed())
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		record := &corev1.Secret{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: habitatNS, Name: fmt.Sprintf("sh.helm.release.v1.redis.v%d", latest+1)}, record)).To(Succeed())
+		g.Expect(record.Labels).To(HaveKeyWithValue("status", "deployed"))
+		g.Expect(record.Labels[helm.RecordSignatureLabel]).NotTo(BeEmpty(), "the new operator signs the revisions it writes")
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
 func newLayer(name string) *kraanv1.AddonsLayer {

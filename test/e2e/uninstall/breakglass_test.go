@@ -192,14 +192,14 @@ func releaseRevisions(g Gomega) []string {
 		version int
 		status  string
 	}
-	var revisions []revision
+	revisions := make([]revision, 0, len(secrets.Items))
 	for _, s := range secrets.Items {
 		v, err := strconv.Atoi(s.Labels["version"])
 		g.Expect(err).NotTo(HaveOccurred())
 		revisions = append(revisions, revision{v, s.Labels["status"]})
 	}
 	slices.SortFunc(revisions, func(a, b revision) int { return a.version - b.version })
-	out := []string{}
+	out := make([]string, 0, len(revisions))
 	for _, r := range revisions {
 		out = append(out, fmt.Sprintf("%d=%s", r.version, r.status))
 	}
