@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,16 +35,19 @@ func TestRun_WithoutFlux_EveryObjectSaysSo(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
 	probeAddr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	exit := make(chan int, 1)
-	go func() {
-		exit <- run(ctx, []string{"--kubeconfig", kubeconfig, "--health-probe-bind-address", probeAddr,
-			"--metrics-bind-address", "0", "--log-level", "error", "--release-record-key-namespace", "default",
-			"--data-path", t.TempDir(), "--requeue-dependency", "2s"}, os.Stderr)
-	}()
+	ctx := context.Background()
+	// run starts once per process (controller names are process-wide, and
+	// TestRun_ServesProbesMetricsAndLeaseThenShutsDown has it): this one
+	// runs in a process of its own, this test binary re-executed.
+	operator := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess_RunOperator$")
+	operator.Env = append(os.Environ(), helperArgsEnv+"="+strings.Join([]string{"--kubeconfig", kubeconfig,
+		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", "0", "--log-level", "error",
+		"--release-record-key-namespace", "default", "--data-path", t.TempDir(), "--requeue-dependency", "2s"}, "\n"))
+	operator.Stdout, operator.Stderr = os.Stderr, os.Stderr
+	g.Expect(operator.Start()).To(Succeed())
 	t.Cleanup(func() {
-		cancel()
-		<-exit
+		_ = operator.Process.Signal(syscall.SIGTERM)
+		_ = operator.Wait()
 	})
 	g.Eventually(httpStatus(probeAddr, "/readyz")).WithTimeout(30 * time.Second).Should(Equal(200))
 
@@ -83,4 +90,22 @@ func TestRun_WithoutFlux_EveryObjectSaysSo(t *testing.T) {
 			g.Expect(ready.Message).To(ContainSubstring("not found"))
 		}
 	}).WithTimeout(time.Minute).WithPolling(250*time.Millisecond).Should(Succeed(), "the objects go on once Flux's CRDs are there")
+}
+
+// helperArgsEnv carries the arguments of the operator run by
+// TestHelperProcess_RunOperator, one per line.
+const helperArgsEnv = "KRAAN_TEST_OPERATOR_ARGS"
+
+// TestHelperProcess_RunOperator is not a test: re-executed by a test with
+// helperArgsEnv set, it runs the operator until SIGTERM and exits with its
+// code. Without the variable it does nothing.
+func TestHelperProcess_RunOperator(*testing.T) {
+	args := os.Getenv(helperArgsEnv)
+	if args == "" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	code := run(ctx, strings.Split(args, "\n"), os.Stderr)
+	stop()
+	os.Exit(code)
 }

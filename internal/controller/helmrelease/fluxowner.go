@@ -21,29 +21,38 @@ import (
 // which uninstalls) manages the same Helm release, the operator does not
 // act on it and says which object to suspend — as a Kraan layer awaits its
 // take-over. Flux's HelmReleases are read when a Helm action is due only,
-// uncached, from the release's storage namespace (where Flux keeps the
-// records of a HelmRelease of that namespace); a cluster without Flux's CRD
-// costs one failed read. Remote clusters are not checked: their Flux is
-// not this cluster's.
-func (r *Reconciler) awaitFluxHandover(ctx context.Context, target helm.Target) error {
+// uncached, from the HelmRelease's own namespace (where a migrated one's
+// Flux twin lives) and the release's storage namespace (where Flux keeps
+// the records of a HelmRelease of that namespace); a cluster without
+// Flux's CRD costs a failed read. Remote clusters are not checked: their
+// Flux is not this cluster's.
+func (r *Reconciler) awaitFluxHandover(ctx context.Context, namespace string, target helm.Target) error {
 	if target.Cluster != nil {
 		return nil
 	}
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion(releasespec.FluxHelmReleaseGroupVersion)
-	list.SetKind(releasespec.FluxHelmReleases)
-	err := r.APIReader.List(ctx, list, client.InNamespace(target.StorageNamespace))
-	switch {
-	case apimeta.IsNoMatchError(err), apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err):
-		return nil // no Flux here
-	case err != nil:
-		// Unknown is not "Flux manages it": the operator's own checks
-		// (records, ownership) still hold.
-		ctrl.LoggerFrom(ctx).V(1).Info("Cannot tell whether Flux manages the release", "error", err.Error())
-		return nil
+	namespaces := []string{namespace}
+	if target.StorageNamespace != namespace {
+		namespaces = append(namespaces, target.StorageNamespace)
 	}
-	for i := range list.Items {
-		flux := &list.Items[i]
+	var items []unstructured.Unstructured
+	for _, ns := range namespaces {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(releasespec.FluxHelmReleaseGroupVersion)
+		list.SetKind(releasespec.FluxHelmReleases)
+		err := r.APIReader.List(ctx, list, client.InNamespace(ns))
+		switch {
+		case apimeta.IsNoMatchError(err), apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err):
+			return nil // no Flux here
+		case err != nil:
+			// Unknown is not "Flux manages it": the operator's own checks
+			// (records, ownership) still hold.
+			ctrl.LoggerFrom(ctx).V(1).Info("Cannot tell whether Flux manages the release", "error", err.Error())
+			return nil
+		}
+		items = append(items, list.Items...)
+	}
+	for i := range items {
+		flux := &items[i]
 		name, storage, active := releasespec.FluxRelease(flux)
 		if active && name == target.ReleaseName && storage == target.StorageNamespace {
 			return kit.Waiting(kraanv1.ReasonManagedByFlux, r.DependencyRequeue, fmt.Errorf(

@@ -197,7 +197,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ct
 		hr.Status.LastHandledReconcileAt = hr.Annotations[requestedAtAnnotation]
 		return ctrl.Result{}, nil
 	}
-	if err := r.awaitFluxHandover(ctx, sc.target); err != nil {
+	if err := r.awaitFluxHandover(ctx, sc.hr.Namespace, sc.target); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.admitRollout(sc); err != nil {

@@ -77,7 +77,8 @@ func TestMigration_FromFluxHelmControllerInALayer(t *testing.T) {
 // kraan.io HelmReleases are created while the Flux ones still run
 // unsuspended (a guide step skipped, or an AddonsLayer over the same
 // directory): each waits, Ready=False reason ManagedByFlux naming the Flux
-// HelmRelease to suspend, and Helm storage does not move. Once Flux lets go
+// HelmRelease to suspend (or DependencyNotReady, behind a dependency that
+// waits so), and Helm storage does not move. Once Flux lets go
 // the releases are adopted in place.
 func TestMigration_LiveFluxRelease_KraanWaits(t *testing.T) {
 	m := installWithFlux(t, "two-owners")
@@ -92,6 +93,11 @@ func TestMigration_LiveFluxRelease_KraanWaits(t *testing.T) {
 			ready := apimeta.FindStatusCondition(hr.Status.Conditions, kraanv1.ReadyCondition)
 			g.Expect(ready).NotTo(BeNil(), "HelmRelease %s has no Ready condition", o.GetName())
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), o.GetName())
+			if deps, _, _ := unstructured.NestedSlice(o.Object, "spec", "dependsOn"); len(deps) > 0 {
+				// Its dependency waits for Flux, so it waits for its dependency.
+				g.Expect(ready.Reason).To(Equal(kraanv1.ReasonDependencyNotReady), "%s: %s", o.GetName(), ready.Message)
+				continue
+			}
 			g.Expect(ready.Reason).To(Equal(kraanv1.ReasonManagedByFlux), "%s: %s", o.GetName(), ready.Message)
 			g.Expect(ready.Message).To(ContainSubstring("Flux HelmRelease " + o.GetNamespace() + "/" + o.GetName()))
 		}
