@@ -171,11 +171,7 @@ func TestRun_BadFlags_ExitWithUsageError(t *testing.T) {
 // and on cancellation returns 0 and releases the Lease for the next leader.
 func TestRun_ServesProbesMetricsAndLeaseThenShutsDown(t *testing.T) {
 	g := NewWithT(t)
-	env, err := testenv.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
+	env, kubeconfig := startEnv(t)
 
 	probeAddr, metricsAddr := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -289,4 +285,17 @@ func TestParseOptions_LockedDownByDefault(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(opts.lockdown).To(BeFalse())
 	g.Expect(opts.platformNamespaceList()).To(Equal([]string{"monitoring", "ingress", "kraan-system"}))
+}
+
+// startEnv starts a test API server, stopped when the test ends, and writes
+// its admin kubeconfig for the operator.
+func startEnv(t *testing.T) (*testenv.Env, string) {
+	t.Helper()
+	g := NewWithT(t)
+	env, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
+	return env, kubeconfig
 }

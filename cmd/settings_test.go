@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -12,8 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // The command line wins, then the environment, then the settings ConfigMap,
@@ -46,11 +43,7 @@ func TestParseOptionsWithSettings_Precedence(t *testing.T) {
 // controller-runtime's controller names and metrics are process-wide.)
 func TestSettings_FromTheCluster(t *testing.T) {
 	g := NewWithT(t)
-	env, err := testenv.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
+	env, kubeconfig := startEnv(t)
 	before := settingsPollInterval
 	settingsPollInterval = 100 * time.Millisecond
 	t.Cleanup(func() { settingsPollInterval = before })

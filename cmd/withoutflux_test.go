@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,11 +28,7 @@ import (
 // sources, which nobody created).
 func TestRun_WithoutFlux_EveryObjectSaysSo(t *testing.T) {
 	g := NewWithT(t)
-	env, err := testenv.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
+	env, kubeconfig := startEnv(t)
 	probeAddr := freeAddr(t)
 	ctx := context.Background()
 	// run starts once per process (controller names are process-wide, and

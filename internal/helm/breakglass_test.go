@@ -89,9 +89,7 @@ func writeOutside(g Gomega, d driver.Driver, from int, edit func(*release.Releas
 	g.Expect(err).NotTo(HaveOccurred())
 	previous, err := v1Release(stored)
 	g.Expect(err).NotTo(HaveOccurred())
-	next, err := v1Release(stored)
-	g.Expect(err).NotTo(HaveOccurred())
-	copied := *next
+	copied := *previous
 	copied.Info = &release.Info{Status: rcommon.StatusDeployed, FirstDeployed: previous.Info.FirstDeployed,
 		LastDeployed: previous.Info.LastDeployed}
 	copied.Version = latestVersion(g, d) + 1

@@ -198,6 +198,9 @@ func TestWrittenOutside_reportsWhoAndWhenNeverContent(t *testing.T) {
 	g.Expect(report).To(ContainSubstring("revision 3 (deployed) of release apps/app was written outside the operator"))
 	g.Expect(report).To(ContainSubstring(`by helm, at 2026-12-05T10:00:00Z, Helm says "Upgrade complete"`))
 	g.Expect(report).NotTo(ContainSubstring("ConfigMap"), "never the record's content")
+	rel.Info.Status, rel.Info.Description = rcommon.StatusFailed, `Secret "db" is invalid: data.password: "hunter2"`
+	g.Expect(revisionOf(WrittenOutside(rel), Desired{}).OutsideReport()).NotTo(ContainSubstring("hunter2"),
+		"a failed revision's description quotes rendered objects")
 	for _, trust := range []RecordTrust{RecordUnverified, RecordVerified} {
 		rel.Labels[recordTrustLabel] = string(trust)
 		g.Expect(WrittenOutside(rel)).To(BeNil(), "a %s record is not reported", trust)

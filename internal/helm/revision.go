@@ -109,7 +109,10 @@ type Revision struct {
 
 // OutsideReport says, for a user, that the revision was written outside the
 // operator and what the operator does about it. It names the writer, the
-// time and Helm's description, never the record's content.
+// time and Helm's description, never the record's content. A failed
+// revision's description quotes what the API server refused — rendered
+// objects, Secret data among them, which no redactor of the operator knows
+// (another client rendered them) — so it is left out.
 func (r *Revision) OutsideReport() string {
 	var by []string
 	if r.WrittenBy != "" {
@@ -118,7 +121,7 @@ func (r *Revision) OutsideReport() string {
 	if r.WrittenAt != "" {
 		by = append(by, "at "+r.WrittenAt)
 	}
-	if r.Description != "" {
+	if r.Description != "" && !r.Failed() {
 		by = append(by, fmt.Sprintf("Helm says %q", r.Description))
 	}
 	who := ""
