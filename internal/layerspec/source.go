@@ -62,6 +62,21 @@ func NewSourceObject(kind string) (client.Object, error) {
 	return nil, fmt.Errorf("unsupported source kind %q", kind)
 }
 
+// sourceNotFound says a layer's source does not exist. A layer that leaves
+// source.namespace empty, as Kraan's often do, reads the operator's default
+// source namespace: Kraan read its own RUNTIME_NAMESPACE instead (gotk-system
+// with Kraan's chart), so the message says how to point the operator there.
+func sourceNotFound(layer *kraanv1.AddonsLayer, key, namespace string) string {
+	msg := fmt.Sprintf("layer source: %s not found", key)
+	if layer.Spec.Source.Namespace == "" {
+		msg += fmt.Sprintf("; spec.source.namespace is empty, so the operator reads its default source namespace %q: "+
+			"set spec.source.namespace, or the operator's --default-source-namespace (the settings ConfigMap's "+
+			"default-source-namespace key, or KRAAN_DEFAULT_SOURCE_NAMESPACE) to where the source is — for a layer "+
+			"Kraan applied, Kraan's namespace (gotk-system by default)", namespace)
+	}
+	return msg
+}
+
 // Observation is what a Flux source reports about its artifact.
 type Observation struct {
 	// Artifact is set only when the source is Ready for its current generation.
@@ -84,7 +99,7 @@ func ObserveSource(ctx context.Context, reader client.Reader, layer *kraanv1.Add
 	nsName := types.NamespacedName{Namespace: SourceNamespace(layer, defaultNamespace), Name: layer.Spec.Source.Name}
 	if err := reader.Get(ctx, nsName, src); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Observation{Message: fmt.Sprintf("layer source: %s not found", key)}, nil
+			return Observation{Message: sourceNotFound(layer, key, nsName.Namespace)}, nil
 		}
 		return Observation{}, fmt.Errorf("reading source %s: %w", key, err)
 	}

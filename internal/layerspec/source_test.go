@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
 func TestSkippedLinksIn(t *testing.T) {
@@ -55,4 +57,24 @@ func TestSourceKind_AcceptsFluxAndKraanSpellings(t *testing.T) {
 			g.Expect(fmt.Sprintf("%T", obj)).To(Equal("*v1." + want))
 		})
 	}
+}
+
+// TestSourceNotFound_NamesTheDefaultNamespaceWhenTheLayerNamesNone: issue
+// #43. Kraan read a layer with an empty source.namespace from its own
+// namespace (gotk-system); the operator reads its default source namespace.
+// A layer that finds no source there says which namespace was read and how
+// to point the operator at Kraan's, instead of a bare "not found".
+func TestSourceNotFound_NamesTheDefaultNamespaceWhenTheLayerNamesNone(t *testing.T) {
+	g := NewWithT(t)
+	layer := &kraanv1.AddonsLayer{}
+	layer.Spec.Source.Name = "addons"
+	msg := sourceNotFound(layer, "GitRepository/kraan-system/addons", "kraan-system")
+	g.Expect(msg).To(HavePrefix("layer source: GitRepository/kraan-system/addons not found; spec.source.namespace is empty"))
+	g.Expect(msg).To(ContainSubstring(`default source namespace "kraan-system"`))
+	g.Expect(msg).To(ContainSubstring("default-source-namespace"))
+	g.Expect(msg).To(ContainSubstring("gotk-system"))
+
+	layer.Spec.Source.Namespace = "flux-system"
+	g.Expect(sourceNotFound(layer, "GitRepository/flux-system/addons", "flux-system")).
+		To(Equal("layer source: GitRepository/flux-system/addons not found"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"slices"
 	"strings"
@@ -83,7 +84,7 @@ func (to *takeOverOptions) run(ctx context.Context, names []string) error {
 		return err
 	}
 	if !to.force {
-		if err := refuseWhileRunning(ctx, s); err != nil {
+		if err := refuseWhileRunning(ctx, s, to.streams.ErrOut, to.timeout); err != nil {
 			return err
 		}
 	}
@@ -161,23 +162,62 @@ func setAnnotation(obj client.Object, key, value string) {
 
 // refuseWhileRunning fails when a Deployment of a controller the operator
 // takes over from has replicas, naming each and the command that stops it.
-func refuseWhileRunning(ctx context.Context, s *session) error {
-	deployments := &appsv1.DeploymentList{}
-	if err := s.client.List(ctx, deployments); err != nil {
-		return fmt.Errorf("listing Deployments to check that Kraan and helm-controller are stopped: %w", err)
-	}
-	var running []string
-	for _, d := range deployments.Items {
-		if runsPreviousController(&d) && (d.Spec.Replicas == nil || *d.Spec.Replicas > 0 || d.Status.Replicas > 0) {
-			running = append(running, fmt.Sprintf("kubectl scale deployment %s -n %s --replicas=0", d.Name, d.Namespace))
+// One scaled to 0 whose pods are still stopping is waited for, up to
+// timeout: right after `kubectl scale … --replicas=0` they are, and the
+// guide runs the take-over next.
+func refuseWhileRunning(ctx context.Context, s *session, out io.Writer, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	announced := false
+	for {
+		running, stopping, err := previousControllersRunning(ctx, s)
+		if err != nil {
+			return err
+		}
+		if len(running) > 0 {
+			return fmt.Errorf("kraan-controller or helm-controller still runs and would act on the layers taken over: stop it first (%s), or pass --force",
+				strings.Join(running, "; "))
+		}
+		if len(stopping) == 0 {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("the pods of %s, scaled to 0, still run after %v: wait until they are gone, or pass --force",
+				strings.Join(stopping, ", "), timeout)
+		}
+		if !announced {
+			fmt.Fprintf(out, "◎ waiting for the pods of %s to stop\n", strings.Join(stopping, ", "))
+			announced = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
 		}
 	}
-	if len(running) == 0 {
-		return nil
+}
+
+// previousControllersRunning lists the Deployments of controllers the
+// operator takes over from: running, as the commands that stop them, and
+// stopping (scaled to 0, pods left), as namespace/name.
+func previousControllersRunning(ctx context.Context, s *session) (running, stopping []string, err error) {
+	deployments := &appsv1.DeploymentList{}
+	if err := s.client.List(ctx, deployments); err != nil {
+		return nil, nil, fmt.Errorf("listing Deployments to check that Kraan and helm-controller are stopped: %w", err)
+	}
+	for _, d := range deployments.Items {
+		if !runsPreviousController(&d) {
+			continue
+		}
+		switch {
+		case d.Spec.Replicas == nil || *d.Spec.Replicas > 0:
+			running = append(running, fmt.Sprintf("kubectl scale deployment %s -n %s --replicas=0", d.Name, d.Namespace))
+		case d.Status.Replicas > 0:
+			stopping = append(stopping, d.Namespace+"/"+d.Name)
+		}
 	}
 	slices.Sort(running)
-	return fmt.Errorf("kraan-controller or helm-controller still runs and would act on the layers taken over: stop it first (%s), or pass --force",
-		strings.Join(running, "; "))
+	slices.Sort(stopping)
+	return running, stopping, nil
 }
 
 // runsPreviousController says whether a container of d runs one of

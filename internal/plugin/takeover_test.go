@@ -1,12 +1,16 @@
 package plugin
 
 import (
+	"bytes"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
@@ -55,4 +59,40 @@ func TestRunsPreviousController(t *testing.T) {
 	} {
 		NewWithT(t).Expect(runsPreviousController(deployment(image))).To(Equal(want), image)
 	}
+}
+
+// TestRefuseWhileRunning: a controller with replicas refuses the take-over,
+// naming the command that stops it; one scaled to 0 whose pods are still
+// stopping is waited for (here with no time left, so it says so); other
+// Deployments do not matter.
+func TestRefuseWhileRunning(t *testing.T) {
+	deployment := func(name, image string, replicas, podsLeft int32) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "gotk-system"}}
+		d.Spec.Replicas = &replicas
+		d.Status.Replicas = podsLeft
+		d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "manager", Image: image}}
+		return d
+	}
+	session := func(objs ...client.Object) *session {
+		return &session{client: fake.NewClientBuilder().WithObjects(objs...).Build()}
+	}
+	g := NewWithT(t)
+	var out bytes.Buffer
+	err := refuseWhileRunning(t.Context(), session(
+		deployment("kraan-controller", "kraan-controller:v0.3.52", 1, 1),
+		deployment("helm-controller", "ghcr.io/fluxcd/helm-controller:v1.4.5", 0, 1),
+		deployment("source-controller", "ghcr.io/fluxcd/source-controller:v1.7.4", 1, 1),
+	), &out, time.Minute)
+	g.Expect(err).To(MatchError(ContainSubstring("stop it first (kubectl scale deployment kraan-controller -n gotk-system --replicas=0)")))
+
+	err = refuseWhileRunning(t.Context(), session(
+		deployment("kraan-controller", "kraan-controller:v0.3.52", 0, 0),
+		deployment("helm-controller", "ghcr.io/fluxcd/helm-controller:v1.4.5", 0, 1),
+	), &out, 0)
+	g.Expect(err).To(MatchError(ContainSubstring("the pods of gotk-system/helm-controller, scaled to 0, still run")))
+
+	g.Expect(refuseWhileRunning(t.Context(), session(
+		deployment("kraan-controller", "kraan-controller:v0.3.52", 0, 0),
+		deployment("source-controller", "ghcr.io/fluxcd/source-controller:v1.7.4", 1, 1),
+	), &out, 0)).To(Succeed())
 }

@@ -2,6 +2,7 @@ package migration_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -20,43 +21,28 @@ import (
 // chart and post-renderers kraan-operator never checked.
 var kraanStorageLabels = []string{helm.ChartDigestLabel, helm.ValuesDigestLabel, helm.PostRenderersDigestLabel, helm.InterruptedLabel}
 
-// goBack is the way back to Flux of docs/migrating-from-flux.md: suspend and
-// delete the kraan.io HelmReleases (kraan-operator lets a suspended one go
-// without uninstalling), remove kraan-operator's labels from Helm storage,
-// start helm-controller and apply the Flux YAML again. helm-controller
-// upgrades each release once, as it does a release its new HelmRelease has
-// no history of; the Deployments, their pod templates and pods stay.
-func (m *migration) goBack(t *testing.T) {
+// goBack is the way back to Flux of docs/migrating-from-flux.md, run from
+// the page's blocks: start helm-controller, then for each release suspend
+// and delete the kraan.io HelmRelease (kraan-operator lets a suspended one go
+// without uninstalling), remove kraan-operator's labels from Helm storage
+// and apply the saved spec as a Flux HelmRelease. helm-controller upgrades
+// each release once, as it does a release its new HelmRelease has no
+// history of; the Deployments, their pod templates and pods stay.
+func (m *migration) goBack(t *testing.T, doc *guideRun) {
 	t.Helper()
 	start := time.Now()
 	adopted := snapshot(t, m.flux, m.namespace, m.target)
 	g := NewWithT(t)
-	ctx := context.Background()
-	for _, o := range m.objs {
-		g.Eventually(func(g Gomega) {
-			hr := &kraanv1.HelmRelease{}
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(o), hr)).To(Succeed())
-			hr.Spec.Suspend = true
-			g.Expect(k8s.Update(ctx, hr)).To(Succeed())
-		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-		hr := &kraanv1.HelmRelease{}
-		hr.Namespace, hr.Name = o.GetNamespace(), o.GetName()
-		g.Expect(k8s.Delete(ctx, hr)).To(Succeed())
-	}
-	g.Eventually(func(g Gomega) {
-		for _, o := range m.objs {
-			err := k8s.Get(ctx, client.ObjectKeyFromObject(o), &kraanv1.HelmRelease{})
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "kraan.io HelmRelease %s still exists: %v", o.GetName(), err)
-		}
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	for _, f := range m.flux {
-		removeKraanLabels(t, f.release)
-	}
-	expectStorage(t, m.flux, adopted.storage)
-
 	startHelmController(t)
-	for _, o := range m.objs {
-		g.Expect(k8s.Create(ctx, o.DeepCopy())).To(Succeed(), "Flux HelmRelease %s", o.GetName())
+	for _, f := range m.flux {
+		doc.sh.Set("NS", m.namespace, "NAME", f.name, "RELEASE", f.release.name, "STORAGE_NS", f.release.storageNamespace)
+		doc.run(t, "Going back to Flux", 1, 2, 3, 4)
+		// The kraan.io HelmRelease let go without touching the release.
+		g.Expect(apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKey{Namespace: m.namespace, Name: f.name},
+			&kraanv1.HelmRelease{}))).To(BeTrue(), "kraan.io HelmRelease %s", f.name)
+		for _, l := range kraanStorageLabels {
+			g.Expect(storedLabels(g, f.release)).NotTo(HaveKey(l), "revisions of %s", f.release)
+		}
 	}
 	waitFluxReady(t, m.objs)
 	back := snapshot(t, m.flux, m.namespace, m.target)
@@ -85,20 +71,14 @@ func (m *migration) goBack(t *testing.T) {
 	g.Expect(restarted).To(BeZero(), "pods restarted")
 }
 
-// removeKraanLabels is `kubectl label secret -n <storageNamespace> -l
-// owner=helm,name=<release> kraan.io/chart-digest- …`.
-func removeKraanLabels(t *testing.T, release helmRelease) {
-	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		secrets := &corev1.SecretList{}
-		g.Expect(k8s.List(context.Background(), secrets, client.InNamespace(release.storageNamespace),
-			client.MatchingLabels{"owner": "helm", "name": release.name})).To(Succeed())
-		for i := range secrets.Items {
-			s := &secrets.Items[i]
-			for _, l := range kraanStorageLabels {
-				delete(s.Labels, l)
-			}
-			g.Expect(k8s.Update(context.Background(), s)).To(Succeed())
-		}
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+// storedLabels returns the labels on any of the release's storage Secrets.
+func storedLabels(g Gomega, release helmRelease) map[string]string {
+	secrets := &corev1.SecretList{}
+	g.Expect(k8s.List(context.Background(), secrets, client.InNamespace(release.storageNamespace),
+		client.MatchingLabels{"owner": "helm", "name": release.name})).To(Succeed())
+	out := map[string]string{}
+	for _, s := range secrets.Items {
+		maps.Copy(out, s.Labels)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,10 +12,10 @@ import (
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,25 +29,34 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 	"github.com/kraan-io/kraan-operator/internal/plugin"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // kraanHelmReleaseKind is how Kraan's controller names the kind of each
 // entry of status.resources.
 const kraanHelmReleaseKind = "helmreleases.helm.toolkit.fluxcd.io"
 
-// TestMigration_FromKraan follows docs/migrating-from-kraan.md, step by
-// step, on a cluster Kraan ran: two layers (apps depends on base) in the
-// state Kraan's controller leaves them (its finalizer, its status, its
-// inventory), whose Flux HelmReleases (Kraan's label and controller owner)
-// helm-controller installed. The operator is installed while Kraan and
-// helm-controller still run and must write nothing; `kubectl kraan
-// takeover --all` refuses until both are stopped, then hands the layers over
-// dependencies first, and the operator adopts every release in place: no
-// revision moved, no object re-created, no pod restarted.
+// TestMigration_FromKraan runs docs/migrating-from-kraan.md's blocks as
+// written on a cluster Kraan ran: Kraan's release (a chart shaped as Kraan's:
+// the AddonsLayer CRD as a template, Kraan's controller, source-controller
+// and helm-controller as Deployments) in Kraan's namespace, two layers (apps
+// depends on base; base leaves source.namespace empty, reading Kraan's
+// namespace as Kraan did) in the state Kraan's controller leaves them (its
+// finalizer, its status, its inventory), whose Flux HelmReleases (Kraan's
+// label and controller owner) the real helm-controller installed. The
+// operator is installed while Kraan and helm-controller still run and must
+// write nothing; `kubectl kraan takeover --all` refuses until both are
+// stopped, then hands the layers over dependencies first, and the operator
+// adopts every release in place: no revision moved, no object re-created, no
+// pod restarted. Removing Kraan's release as the page says keeps the CRD and
+// the layers.
 func TestMigration_FromKraan(t *testing.T) {
 	m := newMigration(t, "kraan")
-	base := kraanLayer(t, m.namespace+"-base", m.namespace, "./base")
-	apps := kraanLayer(t, m.namespace+"-apps", m.namespace, "./apps", base.Name+"@"+base.Spec.Version)
+	doc := openGuide(t, "migrating-from-kraan.md")
+	kraanNS, operatorNS := suite.NewNamespace(t, k8s, "gotk-system"), suite.NewNamespace(t, k8s, "kraan-system")
+	chart := installKraanChart(t, kraanNS)
+	base := kraanLayer(t, m.namespace+"-base", "", "./base")
+	apps := kraanLayer(t, m.namespace+"-apps", kraanNS, "./apps", base.Name+"@"+base.Spec.Version)
 	// base holds the first three releases, apps the rest: dependent (in
 	// apps) waits for from-values (in base).
 	layerOf := map[string]*kraanv1.AddonsLayer{}
@@ -59,60 +69,121 @@ func TestMigration_FromKraan(t *testing.T) {
 		layerOf[o.GetName()] = l
 		files[dir+"/releases.yaml"] += "---\n" + toYAML(t, o.Object)
 	}
-	revision := gitRepository(t, m.namespace, "addons", files)
+	revision := gitRepository(t, kraanNS, "addons", files)
 	m.installWithFlux(t, func(hr *unstructured.Unstructured) { appliedByKraan(hr, layerOf[hr.GetName()]) })
 	for _, l := range []*kraanv1.AddonsLayer{base, apps} {
 		writeKraanStatus(t, l, revision, m.objs, layerOf)
 	}
-	controllers := controllerDeployments(t)
 	written := writesOf(t, m, base, apps)
+	const section = "Step by step"
+	doc.sh.Set("KRAAN_NS", kraanNS, "OPERATOR_NS", operatorNS, "OPERATOR_DEPLOYMENT", "kraan-controller-manager")
 
 	// 1. Save what Kraan manages.
-	saved := saveYAML(t, m.namespace)
+	doc.run(t, section, 1)
+	saved, err := os.ReadFile(filepath.Join(doc.sh.Dir, "kraan-backup.yaml"))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	for _, name := range []string{base.Name, apps.Name} {
-		NewWithT(t).Expect(saved).To(ContainSubstring("name: "+name), "the saved YAML lacks layer %s", name)
+		NewWithT(t).Expect(string(saved)).To(ContainSubstring("name: "+name), "the saved YAML lacks layer %s", name)
 	}
 	for _, o := range m.objs {
-		NewWithT(t).Expect(saved).To(ContainSubstring("name: "+o.GetName()), "the saved YAML lacks Flux HelmRelease %s", o.GetName())
+		NewWithT(t).Expect(string(saved)).To(ContainSubstring("name: "+o.GetName()), "the saved YAML lacks Flux HelmRelease %s", o.GetName())
 	}
 
-	// 2. Install the operator next to the running Kraan and helm-controller:
-	// it sees both layers and writes nothing.
+	// 2. The settings ConfigMap points the operator at Kraan's namespace;
+	// 3. the operator, installed next to the running Kraan and
+	// helm-controller, sees both layers and writes nothing. It runs as a
+	// process here: `kubectl logs` of its Deployment reads its log file.
+	doc.run(t, section, 2)
 	m.handedOver = time.Now()
-	op := startOperator(t)
+	op := startOperatorWithEnv(t, []string{"RUNTIME_NAMESPACE=" + operatorNS})
+	doc.sh.StandIn(`kubectl logs -n "$OPERATOR_NS" "deploy/$OPERATOR_DEPLOYMENT"`, "cat '"+op.LogPath()+"'")
 	NewWithT(t).Eventually(func(g Gomega) {
 		for _, l := range []*kraanv1.AddonsLayer{base, apps} {
 			g.Expect(logHasLine(op.Log(), "layer awaits take-over", l.Name)).To(BeTrue(), "the operator did not report %s as awaiting the take-over", l.Name)
 		}
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	awaiting := doc.run(t, section, 3)
+	NewWithT(t).Expect(awaiting).To(ContainSubstring(base.Name))
 	expectNoWrite(t, m, written)
 
-	// 3. The take-over refuses while Kraan or helm-controller runs; stop them.
+	// The take-over refuses while Kraan or helm-controller runs.
 	code, out := takeOver(t, "--all")
 	NewWithT(t).Expect(code).To(Equal(plugin.ExitError), out)
-	for _, d := range controllers {
-		NewWithT(t).Expect(out).To(ContainSubstring("kubectl scale deployment "+d.Name+" -n "+d.Namespace+" --replicas=0"), out)
+	for _, d := range []string{"kraan-controller", "helm-controller"} {
+		NewWithT(t).Expect(out).To(ContainSubstring("kubectl scale deployment "+d+" -n "+kraanNS+" --replicas=0"), out)
 	}
 	expectNoWrite(t, m, written)
 	t.Logf("Writes by the operator before the take-over: 0 (2 layers, %d Flux HelmReleases, their Helm records and workloads unchanged)", len(m.objs))
-	scaleToZero(t, controllers)
+
+	// 4. Stop them: the Deployments by the page's command, the real
+	// helm-controller (a process here) with them.
+	doc.run(t, section, 4)
 	NewWithT(t).Expect(m.helmController.Stop(stopGrace)).To(Succeed())
 
-	// 4. Take over, dependencies first.
-	code, out = takeOver(t, "--all", "--timeout=4m")
-	NewWithT(t).Expect(code).To(Equal(plugin.ExitOK), out)
+	// 5. Take over, dependencies first.
+	out = doc.run(t, section, 5)
 	NewWithT(t).Expect(strings.Index(out, "took over AddonsLayer "+base.Name)).To(BeNumerically("<", strings.Index(out, "took over AddonsLayer "+apps.Name)), out)
 
-	// 5. Every release adopted in place; both layers Deployed by the operator.
+	// 6. Every release adopted in place; both layers Deployed by the operator.
+	doc.run(t, section, 6)
 	m.expectAdopted(t)
 	for _, l := range []*kraanv1.AddonsLayer{base, apps} {
 		expectLayerDeployed(t, l.Name)
 	}
 
-	// 6. The Flux HelmReleases go (their finalizer first: helm-controller is
+	// 7. The Flux HelmReleases go (their finalizer first: helm-controller is
 	// gone); Helm storage does not change.
-	removeFluxHelmReleases(t, m.namespace, m.objs)
+	doc.run(t, section, 7)
+	for _, o := range m.objs {
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), &helmv2.HelmRelease{})
+		NewWithT(t).Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Flux HelmRelease %s: %v", o.GetName(), err)
+	}
 	expectStorage(t, m.flux, m.before.storage)
+
+	// 8. Kraan's release loses its controller, helm-controller and the CRD
+	// template; the CRD, the layers and source-controller stay.
+	doc.sh.Set("KRAAN_CHART", chart, "KRAAN_CHART_VERSION", "0.3.52")
+	doc.run(t, section, 8)
+	g := NewWithT(t)
+	for name, kept := range map[string]bool{"kraan-controller": false, "helm-controller": false, "source-controller": true} {
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: kraanNS, Name: name}, &appsv1.Deployment{})
+		if kept {
+			g.Expect(err).NotTo(HaveOccurred(), "Deployment %s", name)
+		} else {
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Deployment %s: %v", name, err)
+		}
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: "addonslayers.kraan.io"}, crd)).To(Succeed())
+	g.Expect(crd.DeletionTimestamp).To(BeNil(), "the AddonsLayer CRD is being deleted")
+	for _, l := range []*kraanv1.AddonsLayer{base, apps} {
+		expectLayerDeployed(t, l.Name)
+	}
+	expectStorage(t, m.flux, m.before.storage)
+}
+
+// installKraanChart installs testdata/kraan-chart, a chart shaped as
+// Kraan's, with the operator's AddonsLayer CRD in it, as release "kraan" in
+// namespace, as Kraan's users did with `helm install`; the CRD the suite
+// installed is taken over by the release, as Kraan's chart owned it. It
+// returns the chart's directory.
+func installKraanChart(t *testing.T, namespace string) string {
+	t.Helper()
+	g := NewWithT(t)
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	chart := filepath.Join(t.TempDir(), "kraan-controller")
+	g.Expect(os.CopyFS(chart, os.DirFS(filepath.Join("testdata", "kraan-chart")))).To(Succeed())
+	crd, err := os.ReadFile(filepath.Join(root, "config", "crd", "bases", "kraan.io_addonslayers.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.MkdirAll(filepath.Join(chart, "files"), 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(chart, "files", "addonslayers.yaml"), crd, 0o644)).To(Succeed())
+	helm := exec.CommandContext(t.Context(), os.Getenv("KRAAN_HELM_CLI"), "install", "kraan", chart, "-n", namespace,
+		"--take-ownership", "--wait", "--timeout=2m")
+	helm.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir())
+	out, err := helm.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "helm install kraan: %s", out)
+	return chart
 }
 
 // kraanLayer creates an AddonsLayer as Kraan's controller keeps one: Kraan's
@@ -179,47 +250,6 @@ func writeKraanStatus(t *testing.T, l *kraanv1.AddonsLayer, revision string, obj
 	NewWithT(t).Expect(l.AwaitsTakeOver()).To(BeTrue(), "layer %s with Kraan's status", l.Name)
 }
 
-// controllerDeployments creates the Deployments of Kraan's controller and
-// helm-controller as Kraan's chart names them, one replica each. The
-// controllers themselves run outside the plane (helm-controller as a
-// process, Kraan not at all): these are what an operator of the cluster sees.
-func controllerDeployments(t *testing.T) []*appsv1.Deployment {
-	t.Helper()
-	ns := suite.NewNamespace(t, k8s, "gotk-system")
-	out := make([]*appsv1.Deployment, 0, 2)
-	for name, image := range map[string]string{
-		"kraan-controller": "docker.pkg.github.com/fidelity/kraan/kraan-controller:v0.3.52",
-		"helm-controller":  "ghcr.io/fluxcd/helm-controller:v1.4.5",
-	} {
-		labels := map[string]string{"app": name}
-		d := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: image}}}}},
-		}
-		NewWithT(t).Expect(k8s.Create(context.Background(), d)).To(Succeed())
-		out = append(out, d)
-	}
-	return out
-}
-
-// scaleToZero is `kubectl scale deployment … --replicas=0`, waiting until
-// the pods are gone.
-func scaleToZero(t *testing.T, deployments []*appsv1.Deployment) {
-	t.Helper()
-	for _, d := range deployments {
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))
-		NewWithT(t).Expect(k8s.Patch(context.Background(), d, patch)).To(Succeed())
-	}
-	NewWithT(t).Eventually(func(g Gomega) {
-		for _, d := range deployments {
-			g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(d), d)).To(Succeed())
-			g.Expect(d.Status.Replicas).To(BeZero(), "Deployment %s", d.Name)
-		}
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-}
-
 // writes is what a write by the operator before the take-over would change.
 type writes struct {
 	// layers are the resourceVersions of the layers: nothing else writes
@@ -277,24 +307,6 @@ func layersNamed(versions map[string]string) []*kraanv1.AddonsLayer {
 	return out
 }
 
-// saveYAML is the guide's first step, `kubectl get addonslayers,
-// helmreleases.helm.toolkit.fluxcd.io -A -o yaml > kraan-backup.yaml`:
-// it returns what the file holds.
-func saveYAML(t *testing.T, namespace string) string {
-	t.Helper()
-	layers := &kraanv1.AddonsLayerList{}
-	NewWithT(t).Expect(k8s.List(context.Background(), layers)).To(Succeed())
-	releases := &helmv2.HelmReleaseList{}
-	NewWithT(t).Expect(k8s.List(context.Background(), releases, client.InNamespace(namespace))).To(Succeed())
-	var b strings.Builder
-	for _, list := range []any{layers, releases} {
-		b.WriteString("---\n" + toYAML(t, list))
-	}
-	path := filepath.Join(t.TempDir(), "kraan-backup.yaml")
-	NewWithT(t).Expect(os.WriteFile(path, []byte(b.String()), 0o600)).To(Succeed())
-	return b.String()
-}
-
 func toYAML(t *testing.T, v any) string {
 	t.Helper()
 	out, err := yaml.Marshal(v)
@@ -344,21 +356,3 @@ func expectLayerDeployed(t *testing.T, name string) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
 
-// removeFluxHelmReleases deletes the Flux HelmReleases Kraan applied once
-// helm-controller is gone: their finalizer is removed first, as the guide
-// says, since no controller is left to remove it.
-func removeFluxHelmReleases(t *testing.T, namespace string, objs []*unstructured.Unstructured) {
-	t.Helper()
-	g := NewWithT(t)
-	for _, o := range objs {
-		hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName()}}
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
-		g.Expect(k8s.Patch(context.Background(), hr, patch)).To(Succeed())
-		g.Expect(k8s.Delete(context.Background(), hr)).To(Succeed())
-	}
-	charts := &sourcev1.HelmChartList{}
-	g.Expect(k8s.List(context.Background(), charts, client.InNamespace(namespace))).To(Succeed())
-	for i := range charts.Items {
-		g.Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), &charts.Items[i]))).To(Succeed())
-	}
-}

@@ -20,6 +20,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -42,13 +43,16 @@ var (
 	restConfig *rest.Config
 	// helmControllerBinary is Flux helm-controller ($KRAAN_HELM_CONTROLLER).
 	helmControllerBinary string
-	// operatorBinary is ./cmd, built once.
-	operatorBinary string
+	// operatorBinary is ./cmd, built once; pluginBinary ./cmd/kubectl-kraan,
+	// which the guides run as `kubectl kraan`.
+	operatorBinary, pluginBinary string
 )
 
 // toolVars are the variables `make test` exports for this suite, besides
 // KRAAN_SOURCE_CRDS, which suite.Run's CRD installation checks itself.
-var toolVars = []string{"KRAAN_HELM_CONTROLLER", "KRAAN_HELM_CONTROLLER_CRDS", "KRAAN_SOURCE_CONTROLLER", "KUBEBUILDER_ASSETS"}
+// KRAAN_HELM_CLI is the Helm CLI the guides' `helm history` runs;
+// KUBEBUILDER_ASSETS holds their kubectl.
+var toolVars = []string{"KRAAN_HELM_CONTROLLER", "KRAAN_HELM_CONTROLLER_CRDS", "KRAAN_SOURCE_CONTROLLER", "KRAAN_HELM_CLI", "KUBEBUILDER_ASSETS"}
 
 func TestMain(m *testing.M) {
 	if err := checkToolVars(); err != nil {
@@ -98,6 +102,9 @@ func setUp(s *suite.Suite) error {
 	if operatorBinary, err = suite.BuildOperator(s.Context(), work); err != nil {
 		return err
 	}
+	if pluginBinary, err = suite.BuildPlugin(s.Context(), work); err != nil {
+		return err
+	}
 	sc, err := env.StartSourceController(os.Getenv("KRAAN_SOURCE_CONTROLLER"), kubeconfig, filepath.Join(work, "source-controller"))
 	if err != nil {
 		return err
@@ -118,5 +125,6 @@ func newScheme() *runtime.Scheme {
 	utilruntime.Must(kraanv1.AddToScheme(s))
 	utilruntime.Must(sourcev1.AddToScheme(s))
 	utilruntime.Must(helmv2.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }

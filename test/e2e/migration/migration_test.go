@@ -20,24 +20,35 @@ import (
 // TestMigration_FromFluxHelmController installs releases with Flux
 // helm-controller — a kustomize post-renderer, commonMetadata in a target
 // namespace, valuesFrom, dependsOn, an OCI chart, a chart with a CRD and a
-// test — hands them over as docs/migrating-from-flux.md says, applies the
-// same YAML as kraan.io HelmReleases and checks that kraan-operator adopts
-// every one: no uninstall, no new revision (what it would deploy is what
-// Flux deployed), no Deployment re-created and no pod restarted, every
-// release Ready, and still so after a second reconcile. Then it goes back to
-// Flux the way the same page says.
+// test — and runs docs/migrating-from-flux.md's blocks as written, with
+// helm-controller and kraan-operator both running: save, suspend and delete
+// each Flux HelmRelease, apply its spec as a kraan.io one. kraan-operator
+// must adopt every one: no uninstall, no new revision (what it would deploy
+// is what Flux deployed), no Deployment re-created and no pod restarted,
+// every release Ready, and still so after a second reconcile. Then it goes
+// back to Flux by the page's blocks.
 func TestMigration_FromFluxHelmController(t *testing.T) {
 	m := installWithFlux(t, "migrate")
-	m.handOver(t)
+	doc := openGuide(t, "migrating-from-flux.md")
 
+	// Before you start: the operator is installed beside helm-controller.
 	m.handedOver = time.Now()
 	startOperator(t)
+	listed := doc.run(t, "Step by step", 1, 2)
 	for _, o := range m.objs {
-		createKraanRelease(t, o)
+		NewWithT(t).Expect(listed).To(ContainSubstring(o.GetName()), "step 2 does not list %s", o.GetName())
 	}
+	// The YAML's order is dependencies first, as step 2 asks.
+	for _, o := range m.objs {
+		doc.sh.Set("NS", o.GetNamespace(), "NAME", o.GetName())
+		doc.run(t, "Step by step", 4, 5, 6, 7, 8)
+		expectStorage(t, m.flux, m.before.storage)
+	}
+	// Step 10: helm-controller goes.
+	NewWithT(t).Expect(m.helmController.Stop(stopGrace)).To(Succeed())
 	m.expectAdopted(t)
 
-	m.goBack(t)
+	m.goBack(t, doc)
 }
 
 // TestMigration_FromFluxHelmControllerInALayer is the same migration with
@@ -275,9 +286,16 @@ func podCount(ws map[string]workload) int {
 // ends, and a failed test prints the end of its log.
 func startOperator(t *testing.T, args ...string) *suite.RunningOperator {
 	t.Helper()
+	return startOperatorWithEnv(t, nil, args...)
+}
+
+// startOperatorWithEnv is startOperator with env (NAME=value) added to the
+// process's environment, as a Deployment's env would.
+func startOperatorWithEnv(t *testing.T, env []string, args ...string) *suite.RunningOperator {
+	t.Helper()
 	op, err := suite.StartOperator(t.Context(), suite.OperatorProcess{
 		Name: "kraan-operator", Binary: operatorBinary, Kubeconfig: kubeconfig, Dir: t.TempDir(),
-		Args: append([]string{"--log-level=debug"}, args...),
+		Args: append([]string{"--log-level=debug"}, args...), Env: env,
 	})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {

@@ -47,6 +47,17 @@ func BuildOperator(ctx context.Context, dir string) (string, error) {
 	return goBuild(ctx, root, filepath.Join(dir, "kraan-operator"), "./cmd")
 }
 
+// BuildPlugin builds the kubectl plugin, ./cmd/kubectl-kraan, into dir
+// and returns its path: with dir on PATH, `kubectl kraan` runs it, as the
+// guides say.
+func BuildPlugin(ctx context.Context, dir string) (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return goBuild(ctx, root, filepath.Join(dir, "kubectl-kraan"), "./cmd/kubectl-kraan")
+}
+
 // BuildReleasedOperator builds the operator of the released version
 // (bundle-history/<version>, committed as the Makefile's BUNDLE_HISTORY
 // says) from that commit's source, with that commit's go.mod, into dir, and
@@ -234,7 +245,10 @@ func (o *RunningOperator) State() *os.ProcessState { return o.proc.State() }
 // Name is the name StartOperator was given.
 func (o *RunningOperator) Name() string { return o.name }
 
-// Log returns the operator's log so far.
+// LogPath is the file the operator logs to.
+func (o *RunningOperator) LogPath() string { return o.proc.LogPath() }
+
+// Log returns what the process has logged so far.
 func (o *RunningOperator) Log() string {
 	data, err := os.ReadFile(o.proc.LogPath())
 	if err != nil {
