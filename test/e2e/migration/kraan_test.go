@@ -355,4 +355,3 @@ func expectLayerDeployed(t *testing.T, name string) {
 		g.Expect(l.Finalizers).To(Equal([]string{kraanv1.Finalizer}))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
-
