@@ -86,57 +86,67 @@ func Read(path string) (*Guide, error) {
 // Parse reads the shell blocks of Markdown text. Blocks in another language
 // (yaml, text) are not commands and are left out.
 func Parse(text string) (*Guide, error) {
-	g := &Guide{ran: map[int]bool{}}
-	var (
-		section string
-		step    int
-		open    *Block
-		indent  string
-		lang    string
-	)
+	p := &parser{guide: &Guide{ran: map[int]bool{}}}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if open != nil || lang != "" {
-			if m := fence.FindStringSubmatch(line); m != nil && m[2] == "" {
-				if open != nil {
-					open.Text = strings.TrimSuffix(open.Text, "\n")
-					g.Blocks = append(g.Blocks, *open)
-				}
-				open, lang = nil, ""
-				continue
-			}
-			if open != nil {
-				open.Text += strings.TrimPrefix(line, indent) + "\n"
-			}
-			continue
-		}
-		if m := fence.FindStringSubmatch(line); m != nil {
-			lang = m[2]
-			if lang == "" {
-				lang = "text"
-			}
-			if lang == "sh" || lang == "bash" || lang == "shell" {
-				open, indent = &Block{Section: section, Step: step, Line: n}, m[1]
-			}
-			continue
-		}
-		if m := heading.FindStringSubmatch(line); m != nil {
-			section, step = strings.TrimSpace(m[1]), 0
-			continue
-		}
-		if m := listItem.FindStringSubmatch(line); m != nil {
-			step, _ = strconv.Atoi(m[1])
-		}
+		p.line(n, sc.Text())
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if open != nil || lang != "" {
+	if p.fenced {
 		return nil, fmt.Errorf("a fenced block is not closed")
 	}
-	return g, nil
+	return p.guide, nil
+}
+
+// parser is Parse's state between lines.
+type parser struct {
+	guide   *Guide
+	section string
+	step    int
+	// fenced is true inside a fenced block; open is the block being read
+	// when it is a shell block, indent its fence's indentation.
+	fenced bool
+	open   *Block
+	indent string
+}
+
+func (p *parser) line(n int, line string) {
+	if p.fenced {
+		p.inBlock(line)
+		return
+	}
+	if m := fence.FindStringSubmatch(line); m != nil {
+		p.fenced = true
+		if lang := m[2]; lang == "sh" || lang == "bash" || lang == "shell" {
+			p.open, p.indent = &Block{Section: p.section, Step: p.step, Line: n}, m[1]
+		}
+		return
+	}
+	if m := heading.FindStringSubmatch(line); m != nil {
+		p.section, p.step = strings.TrimSpace(m[1]), 0
+		return
+	}
+	if m := listItem.FindStringSubmatch(line); m != nil {
+		p.step, _ = strconv.Atoi(m[1])
+	}
+}
+
+// inBlock reads a line of a fenced block: its closing fence, or content.
+func (p *parser) inBlock(line string) {
+	if m := fence.FindStringSubmatch(line); m != nil && m[2] == "" {
+		if p.open != nil {
+			p.open.Text = strings.TrimSuffix(p.open.Text, "\n")
+			p.guide.Blocks = append(p.guide.Blocks, *p.open)
+		}
+		p.fenced, p.open = false, nil
+		return
+	}
+	if p.open != nil {
+		p.open.Text += strings.TrimPrefix(line, p.indent) + "\n"
+	}
 }
 
 // Step returns the blocks of step n of section (step 0: the blocks of the

@@ -117,7 +117,8 @@ func (s *Shell) run(ctx context.Context, text string, out *bytes.Buffer) error {
 	for k, v := range s.env {
 		env = append(env, k+"="+v)
 	}
-	cmd.Env = append(env, "GUIDE_STATE="+s.state)
+	env = append(env, "GUIDE_STATE="+s.state)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = out, out
 	return cmd.Run()
 }

@@ -284,9 +284,9 @@ func podCount(ws map[string]workload) int {
 // startOperator runs kraan-operator, built from ./cmd, with args as a
 // separate process and waits until it is ready; it is stopped when the test
 // ends, and a failed test prints the end of its log.
-func startOperator(t *testing.T, args ...string) *suite.RunningOperator {
+func startOperator(t *testing.T, args ...string) {
 	t.Helper()
-	return startOperatorWithEnv(t, nil, args...)
+	startOperatorWithEnv(t, nil, args...)
 }
 
 // startOperatorWithEnv is startOperator with env (NAME=value) added to the
