@@ -101,7 +101,7 @@ TEST_TOOLS = $(EARLY_TOOLS) $(LATE_TOOLS)
 # tools: Flux helm-controller (test/e2e/migration), OLM and opm (test/e2e/olm,
 # the image round trip). A test reaching for a late tool too early fails
 # naming it (TestLatePackages_RunTheLateTools keeps this list true).
-EARLY_TOOLS = $(ASSETS) source-controller $(HELM_CONTROLLER_CRDS)/.complete $(CONTROLLER_GEN) $(HELM_CLI)
+EARLY_TOOLS = $(ASSETS) source-controller $(HELM_CONTROLLER_CRDS)/.complete $(CONTROLLER_GEN) $(HELM_CLI) $(FLUX_API_V17)/.complete
 LATE_TOOLS = helm-controller olm-runtime
 LATE_PACKAGES = ./test/e2e/migration ./test/e2e/olm ./hack/image/imagebuild
 LATE_TEST_P ?= 2
@@ -576,6 +576,25 @@ HELM_CONTROLLER_CRDS := $(HELM_CONTROLLER_DIR)/crds
 HELM_CONTROLLER_SRC := $(HELM_CONTROLLER_DIR)/src
 export KRAAN_HELM_CONTROLLER := $(HELM_CONTROLLER)
 export KRAAN_HELM_CONTROLLER_CRDS := $(HELM_CONTROLLER_CRDS)
+
+# The API of Flux helm-controller v1.7.1 and the modules its types use, as
+# source only: internal/manifest's field walk reads HelmReleaseSpec from it
+# (issue #44). The module needs Go 1.27, so it is read, never built; each zip
+# is pinned by SHA256 (hack/fetch-module.sh), as proxy.golang.org serves it.
+FLUX_API_V17 := $(TOOLS_DIR)/flux-api-v1.7.1
+export KRAAN_FLUX_API_V17 := $(FLUX_API_V17)
+FLUX_API_V17_MODULES := \
+	github.com/fluxcd/helm-controller/api@v1.7.1@81242ce198d3f9dac15dda55b663b6133572ea3c23586165e315a4e73bc0f651 \
+	github.com/fluxcd/source-controller/api@v1.10.0@9a4fbc20c448430b003b68342c7d913780982e27e3b3e1d4d843c7fba2d9fde2 \
+	github.com/fluxcd/pkg/apis/meta@v1.38.0@44df288a82659d401222df0bedff11f165932c0120026024d35e769538e18ca6 \
+	github.com/fluxcd/pkg/apis/kustomize@v1.23.0@ec93d8dbbb5becad58ef5a5f7c3429b52d00bc5cf3bf3d6ff813a22d4c2cf8b2
+
+$(FLUX_API_V17)/.complete:
+	@for m in $(FLUX_API_V17_MODULES); do \
+		mod=$${m%%@*}; rest=$${m#*@}; version=$${rest%%@*}; sum=$${rest#*@}; \
+		GO=$(GO) hack/fetch-module.sh $$mod $$version $$sum $(FLUX_API_V17)/$$mod || exit 1; \
+	done
+	@touch $@
 
 $(HELM_CONTROLLER_SRC)/.complete:
 	GO=$(GO) hack/fetch-module.sh github.com/fluxcd/helm-controller $(HELM_CONTROLLER_VERSION) \

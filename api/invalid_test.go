@@ -31,6 +31,29 @@ spec:
       sourceRef: {kind: HelmRepository, name: podinfo}
 `
 
+// validOCIRelease is Flux v1.7's chart template for a chart in an OCI
+// registry, every field the operator implements set.
+const validOCIRelease = `
+apiVersion: kraan.io/v1alpha1
+kind: HelmRelease
+metadata: {name: podinfo, namespace: default}
+spec:
+  chart:
+    kind: OCIRepository
+    spec:
+      url: oci://ghcr.io/stefanprodan/charts/podinfo
+      ref: {semver: ">=6.0.0"}
+      layerSelector: {mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip, operation: copy}
+      provider: generic
+      secretRef: {name: ghcr}
+      certSecretRef: {name: ghcr-ca}
+      interval: 10m
+      timeout: 60s
+      ignore: "*.md"
+      insecure: false
+      suspend: false
+`
+
 const validHabitat = `
 apiVersion: habitat.kraan.io/v1alpha1
 kind: Habitat
@@ -116,6 +139,36 @@ func TestInvalidObjects_AreRejectedNamingTheField(t *testing.T) {
 		{"release refused dependency readyExpr", validRelease,
 			[]change{{"spec.dependsOn", []any{map[string]any{"name": "db", "readyExpr": "status.ready"}}}},
 			[]string{"spec.dependsOn[0]", "readyExpr is not supported (UnsupportedField)"}},
+		// Flux v1.7's chart template for an OCI registry (spec.chart.kind
+		// OCIRepository): the operator pulls the chart itself.
+		{"release OCI chart without a url", validOCIRelease, []change{{"spec.chart.spec.url", nil}},
+			[]string{"spec.chart", "spec.chart.spec.url is required when spec.chart.kind is OCIRepository"}},
+		{"release OCI chart with a sourceRef", validOCIRelease,
+			[]change{{"spec.chart.spec.sourceRef", map[string]any{"kind": "HelmRepository", "name": "charts"}}},
+			[]string{"spec.chart", "sourceRef", "cannot be set when spec.chart.kind is OCIRepository"}},
+		{"release OCI chart with a version", validOCIRelease, []change{{"spec.chart.spec.version", "1.x"}},
+			[]string{"spec.chart", "the version is spec.chart.spec.ref"}},
+		{"release OCI fields on a HelmChart template", validRelease, []change{{"spec.chart.spec.url", "oci://ghcr.io/x/podinfo"}},
+			[]string{"spec.chart", "need spec.chart.kind OCIRepository"}},
+		{"release OCI url not oci://", validOCIRelease, []change{{"spec.chart.spec.url", "https://ghcr.io/x/podinfo"}},
+			[]string{"spec.chart.spec.url", "should match '^oci://.*$'"}},
+		{"release OCI digest malformed", validOCIRelease, []change{{"spec.chart.spec.ref", map[string]any{"digest": "sha256:abc"}}},
+			[]string{"spec.chart.spec.ref.digest", "should match"}},
+		{"release refused OCI semverFilter", validOCIRelease,
+			[]change{{"spec.chart.spec.ref", map[string]any{"semver": ">=1.0.0", "semverFilter": ".*-rc.*"}}},
+			[]string{"spec.chart.spec.ref.semverFilter is not supported (UnsupportedField)"}},
+		{"release refused OCI serviceAccountName", validOCIRelease, []change{{"spec.chart.spec.serviceAccountName", "puller"}},
+			[]string{"spec.chart.spec.serviceAccountName is not supported (UnsupportedField)"}},
+		{"release refused OCI proxySecretRef", validOCIRelease,
+			[]change{{"spec.chart.spec.proxySecretRef", map[string]any{"name": "proxy"}}},
+			[]string{"spec.chart.spec.proxySecretRef is not supported (UnsupportedField)"}},
+		{"release refused OCI workload identity", validOCIRelease, []change{{"spec.chart.spec.provider", "aws"}},
+			[]string{"spec.chart.spec.provider aws, azure and gcp are not supported (UnsupportedField)"}},
+		{"release refused OCI verification", validOCIRelease,
+			[]change{{"spec.chart.spec.verify", map[string]any{"provider": "cosign", "matchOIDCIdentity": []any{map[string]any{"issuer": "x", "subject": "y"}}}}},
+			[]string{"spec.chart.spec.verify is not supported (UnsupportedField)"}},
+		{"release unknown chart kind", validRelease, []change{{"spec.chart.kind", "Bucket"}},
+			[]string{"spec.chart.kind", "Unsupported value"}},
 		{"release post-renderer without kustomize", validRelease,
 			[]change{{"spec.postRenderers", []any{map[string]any{}}}},
 			[]string{"spec.postRenderers[0]", "must set kustomize"}},

@@ -16,16 +16,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/test/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // TestRun_WithoutFlux_EveryObjectSaysSo: issue #44. Most clusters that
 // install the operator from OperatorHub have no Flux. A HelmRelease whose
-// chart comes from a HelmRepository, and an AddonsLayer reading a
-// GitRepository, each say within seconds that the kind is not installed,
-// naming it and what provides it, while /readyz stays ok; once Flux's CRDs
-// are installed they go on without a restart (here: to wait for the
-// sources, which nobody created).
+// chart is in an OCI registry (Flux v1.7's chart.kind OCIRepository) is
+// installed all the same; a HelmRelease whose chart comes from a
+// HelmRepository, and an AddonsLayer reading a GitRepository, each say within
+// seconds that the kind is not installed, naming it and what provides it,
+// while /readyz stays ok; once Flux's CRDs are installed they go on without a
+// restart (here: to wait for the sources, which nobody created).
 func TestRun_WithoutFlux_EveryObjectSaysSo(t *testing.T) {
 	g := NewWithT(t)
 	env, kubeconfig := startEnv(t)
@@ -37,7 +39,8 @@ func TestRun_WithoutFlux_EveryObjectSaysSo(t *testing.T) {
 	operator := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess_RunOperator$")
 	operator.Env = append(os.Environ(), helperArgsEnv+"="+strings.Join([]string{"--kubeconfig", kubeconfig,
 		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", "0", "--log-level", "error",
-		"--release-record-key-namespace", "default", "--data-path", t.TempDir(), "--requeue-dependency", "2s"}, "\n"))
+		"--release-record-key-namespace", "default", "--data-path", t.TempDir(), "--requeue-dependency", "2s",
+		"--platform-namespaces", "default"}, "\n"))
 	operator.Stdout, operator.Stderr = os.Stderr, os.Stderr
 	g.Expect(operator.Start()).To(Succeed())
 	t.Cleanup(func() {
@@ -50,7 +53,7 @@ func TestRun_WithoutFlux_EveryObjectSaysSo(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"},
 		Spec: kraanv1.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Hour},
 			Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{Chart: "small",
-				SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"}}}},
+				SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"}}}},
 	}
 	layer := &kraanv1.AddonsLayer{
 		ObjectMeta: metav1.ObjectMeta{Name: "base"},
@@ -77,6 +80,36 @@ func TestRun_WithoutFlux_EveryObjectSaysSo(t *testing.T) {
 		}
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	g.Expect(httpStatus(probeAddr, "/readyz")()).To(Equal(200))
+
+	// No Flux needed for a chart in an OCI registry: the newest version
+	// the range allows, by semver over the registry's tags, then the tag
+	// the spec names next.
+	registry := chartrepo.NewOCIRegistry(t)
+	registry.Push(chartrepo.ChartDir("small"), "0.1.0", "0.1.1", "0.2.0")
+	fromOCI := &kraanv1.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "from-oci"},
+		Spec: kraanv1.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Hour},
+			// envtest runs no controllers: nothing would become Ready.
+			Install: &kraanv1.Install{ActionOptions: kraanv1.ActionOptions{DisableWait: true}},
+			Upgrade: &kraanv1.Upgrade{ActionOptions: kraanv1.ActionOptions{DisableWait: true}},
+			Chart: &kraanv1.HelmChartTemplate{Kind: kraanv1.ChartKindOCIRepository, Spec: kraanv1.HelmChartTemplateSpec{
+				URL: registry.URL() + "/small", Ref: &kraanv1.OCIRepositoryRef{SemVer: "<0.2.0"}, Insecure: true}}},
+	}
+	g.Expect(env.Client.Create(ctx, fromOCI)).To(Succeed())
+	ociReady := readyOf(fromOCI, func() []metav1.Condition { return fromOCI.Status.Conditions })
+	installed := func(version string) func(Gomega) {
+		return func(g Gomega) {
+			ready := ociReady(g)
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
+			g.Expect(fromOCI.Status.ObservedGeneration).To(Equal(fromOCI.Generation))
+			g.Expect(fromOCI.Status.LastAttemptedRevision).To(Equal(version))
+		}
+	}
+	g.Eventually(installed("0.1.1")).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fromOCI), fromOCI)).To(Succeed())
+	fromOCI.Spec.Chart.Spec.Ref = &kraanv1.OCIRepositoryRef{Tag: "0.2.0"}
+	g.Expect(env.Client.Update(ctx, fromOCI)).To(Succeed())
+	g.Eventually(installed("0.2.0")).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 	g.Expect(testenv.InstallCRDs(env.Config)).To(Succeed())
 	g.Eventually(func(g Gomega) {

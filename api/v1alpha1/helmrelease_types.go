@@ -324,8 +324,30 @@ type KustomizeImage struct {
 	Digest string `json:"digest,omitempty"`
 }
 
-// HelmChartTemplate describes the chart to install.
+// Chart template kinds (Flux helm-controller v1.7's spec.chart.kind).
+const (
+	// ChartKindHelmChart reads spec.chart.spec.chart from spec.chart.spec.sourceRef.
+	ChartKindHelmChart = "HelmChart"
+	// ChartKindOCIRepository pulls the chart at spec.chart.spec.url from an
+	// OCI registry; no Flux object is involved.
+	ChartKindOCIRepository = "OCIRepository"
+)
+
+// HelmChartTemplate describes the chart to install: a chart in a Flux source
+// (kind HelmChart, the default), or a chart in an OCI registry the operator
+// pulls itself (kind OCIRepository, Flux v1.7's inline OCI source), which
+// needs no Flux installed.
+// +kubebuilder:validation:XValidation:rule="has(self.kind) && self.kind == 'OCIRepository' ? has(self.spec.url) : (has(self.spec.chart) && has(self.spec.sourceRef))",message="spec.chart.spec.url is required when spec.chart.kind is OCIRepository; spec.chart.spec.chart and spec.chart.spec.sourceRef otherwise"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'OCIRepository' || (!has(self.spec.chart) && !has(self.spec.sourceRef) && !has(self.spec.valuesFiles) && !has(self.spec.ignoreMissingValuesFiles))",message="spec.chart.spec.chart, sourceRef, valuesFiles and ignoreMissingValuesFiles cannot be set when spec.chart.kind is OCIRepository"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'OCIRepository' || ((!has(self.spec.version) || self.spec.version == '*') && (!has(self.spec.reconcileStrategy) || self.spec.reconcileStrategy == 'ChartVersion'))",message="spec.chart.spec.version and reconcileStrategy cannot be set when spec.chart.kind is OCIRepository: the version is spec.chart.spec.ref"
+// +kubebuilder:validation:XValidation:rule="(has(self.kind) && self.kind == 'OCIRepository') || (!has(self.spec.url) && !has(self.spec.ref) && !has(self.spec.layerSelector) && !has(self.spec.secretRef) && !has(self.spec.certSecretRef) && !has(self.spec.timeout) && !has(self.spec.insecure) && !has(self.spec.suspend) && !has(self.spec.ignore))",message="spec.chart.spec.url, ref, layerSelector, secretRef, certSecretRef, timeout, insecure, suspend and ignore need spec.chart.kind OCIRepository"
 type HelmChartTemplate struct {
+	// Kind of the chart's source: HelmChart (default), a chart in the
+	// spec.sourceRef source; or OCIRepository, a chart at spec.url in an
+	// OCI registry.
+	// +optional
+	// +kubebuilder:validation:Enum=HelmChart;OCIRepository
+	Kind string `json:"kind,omitempty"`
 	// Metadata is Flux's labels and annotations for the HelmChart object
 	// helm-controller creates. kraan-operator creates no HelmChart (it reads
 	// the chart straight from the source), so there is nothing to put them
@@ -337,6 +359,11 @@ type HelmChartTemplate struct {
 	Spec HelmChartTemplateSpec `json:"spec"`
 }
 
+// IsOCI says whether the chart is pulled from spec.chart.spec.url.
+func (t *HelmChartTemplate) IsOCI() bool {
+	return t != nil && t.Kind == ChartKindOCIRepository
+}
+
 // Chart reconcile strategies.
 const (
 	// ReconcileStrategyChartVersion upgrades when the chart's version changes.
@@ -346,15 +373,18 @@ const (
 	ReconcileStrategyRevision = "Revision"
 )
 
-// HelmChartTemplateSpec names a chart in a source.
+// HelmChartTemplateSpec names a chart in a source, or in an OCI registry.
 // +kubebuilder:validation:XValidation:rule="!has(self.verify)",message="spec.chart.spec.verify is not supported (UnsupportedField): the chart would be installed without verifying its signature; keep this release with Flux's helm-controller"
+// +kubebuilder:validation:XValidation:rule="!has(self.serviceAccountName)",message="spec.chart.spec.serviceAccountName is not supported (UnsupportedField): registry credentials come from spec.chart.spec.secretRef, not from a ServiceAccount's image pull secrets"
+// +kubebuilder:validation:XValidation:rule="!has(self.proxySecretRef)",message="spec.chart.spec.proxySecretRef is not supported (UnsupportedField): the operator reaches registries through its own proxy settings (HTTPS_PROXY), not per release"
+// +kubebuilder:validation:XValidation:rule="!has(self.provider) || self.provider == 'generic'",message="spec.chart.spec.provider aws, azure and gcp are not supported (UnsupportedField): a cloud provider's workload identity is not implemented; give the registry's credentials in spec.chart.spec.secretRef"
 type HelmChartTemplateSpec struct {
 	// Chart is the chart's name in a HelmRepository, or its path in a
 	// GitRepository, OCIRepository or Bucket artifact.
-	// +required
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	Chart string `json:"chart"`
+	Chart string `json:"chart,omitempty"`
 
 	// Version is a semver range of the chart in a HelmRepository; ignored for
 	// charts read from an artifact path.
@@ -362,9 +392,9 @@ type HelmChartTemplateSpec struct {
 	// +kubebuilder:default="*"
 	Version string `json:"version,omitempty"`
 
-	// SourceRef is the source that holds the chart.
-	// +required
-	SourceRef CrossNamespaceObjectReference `json:"sourceRef"`
+	// SourceRef is the source that holds the chart (kind HelmChart).
+	// +optional
+	SourceRef *CrossNamespaceObjectReference `json:"sourceRef,omitempty"`
 
 	// ValuesFiles are files of the chart (or, for a chart in an artifact,
 	// paths in the artifact) merged in order. As in Flux they replace the
@@ -402,6 +432,107 @@ type HelmChartTemplateSpec struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	Verify *apiextensionsv1.JSON `json:"verify,omitempty"`
+
+	// URL of the chart in an OCI registry (kind OCIRepository):
+	// oci://<registry>/<path>/<chart>.
+	// +optional
+	// +kubebuilder:validation:Pattern="^oci://.*$"
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url,omitempty"`
+
+	// Ref selects the chart's version in the registry (kind OCIRepository):
+	// digest first, then semver, then tag; the tag latest when empty.
+	// +optional
+	Ref *OCIRepositoryRef `json:"ref,omitempty"`
+
+	// LayerSelector picks the chart's layer (kind OCIRepository). A chart is
+	// the layer of Helm's chart media type, which is what is read; another
+	// media type is refused by the operator with a condition naming it.
+	// +optional
+	LayerSelector *OCILayerSelector `json:"layerSelector,omitempty"`
+
+	// Provider of the registry's credentials (kind OCIRepository): generic,
+	// from secretRef. Cloud workload identity (aws, azure, gcp) is refused.
+	// +optional
+	// +kubebuilder:validation:Enum=generic;aws;azure;gcp
+	Provider string `json:"provider,omitempty"`
+
+	// SecretRef is a kubernetes.io/dockerconfigjson Secret of the
+	// HelmRelease's namespace with the registry's credentials (kind
+	// OCIRepository).
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+
+	// ServiceAccountName is Flux's image pull secrets of a ServiceAccount;
+	// refused at admission (use secretRef).
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// CertSecretRef is a Secret of the HelmRelease's namespace with the
+	// registry's TLS material: ca.crt, and tls.crt with tls.key for client
+	// authentication (kind OCIRepository).
+	// +optional
+	CertSecretRef *LocalObjectReference `json:"certSecretRef,omitempty"`
+
+	// ProxySecretRef is Flux's per-source proxy; refused at admission.
+	// +optional
+	ProxySecretRef *LocalObjectReference `json:"proxySecretRef,omitempty"`
+
+	// Timeout of each registry operation (kind OCIRepository); the
+	// operator's chart fetch timeout when empty.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m))+$`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Ignore is Flux's filter of an OCI artifact's files. A chart is read
+	// from its Helm chart layer whole, as helm-controller reads it, so it
+	// changes nothing.
+	// +optional
+	Ignore *string `json:"ignore,omitempty"`
+
+	// Insecure allows plain HTTP to the registry (kind OCIRepository).
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// Suspend stops looking for a new chart in the registry (kind
+	// OCIRepository): the chart pulled last keeps being used.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// OCIRepositoryRef selects a chart version in an OCI registry.
+// +kubebuilder:validation:XValidation:rule="!has(self.semverFilter)",message="spec.chart.spec.ref.semverFilter is not supported (UnsupportedField): name the versions with ref.semver"
+type OCIRepositoryRef struct {
+	// Digest of the chart's manifest, sha256:<hex>; wins over semver and tag.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	Digest string `json:"digest,omitempty"`
+	// SemVer is a version range; the newest matching tag is pulled. Wins
+	// over tag.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	SemVer string `json:"semver,omitempty"`
+	// SemverFilter is Flux's regular expression over tags; refused.
+	// +optional
+	SemverFilter string `json:"semverFilter,omitempty"`
+	// Tag to pull.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Tag string `json:"tag,omitempty"`
+}
+
+// OCILayerSelector picks the layer of an OCI artifact.
+type OCILayerSelector struct {
+	// MediaType of the layer; a chart's is Helm's chart content type.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	MediaType string `json:"mediaType,omitempty"`
+	// Operation on the layer: extract or copy. A chart archive is read
+	// either way.
+	// +optional
+	// +kubebuilder:validation:Enum=extract;copy
+	Operation string `json:"operation,omitempty"`
 }
 
 // CrossNamespaceObjectReference points at a chart source.

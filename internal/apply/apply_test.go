@@ -261,7 +261,7 @@ func (e *applyEnv) testHelmReleaseHealth(t *testing.T) {
 	e.namespace(t, "health")
 	hr := &kraanv1.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "health", Name: "app"},
 		Spec: kraanv1.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Minute}, Chart: &kraanv1.HelmChartTemplate{
-			Spec: kraanv1.HelmChartTemplateSpec{Chart: "app", SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"}}}}}
+			Spec: kraanv1.HelmChartTemplateSpec{Chart: "app", SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"}}}}}
 	g.Expect(e.c.Create(ctx, hr)).To(Succeed())
 	obj := toUnstructured(t, hr, kraanv1.GroupVersion.String()+":HelmRelease")
 

@@ -30,6 +30,9 @@ type FieldRule struct {
 var RefusedFields = []FieldRule{
 	{"kubeConfig.configMapRef", "a cloud provider's workload identity is not implemented; use kubeConfig.secretRef"},
 	{"chart.spec.verify", "the chart would be installed without verifying its signature"},
+	{"chart.spec.serviceAccountName", "registry credentials come from chart.spec.secretRef, not from a ServiceAccount's image pull secrets"},
+	{"chart.spec.proxySecretRef", "registries are reached through the operator's own proxy settings (HTTPS_PROXY), not per release"},
+	{"chart.spec.ref.semverFilter", "a regular expression over tags is not implemented; name the versions with chart.spec.ref.semver"},
 	{"dependsOn[].readyExpr", "a dependency is ready when its Ready condition is True at its generation, not per a CEL expression"},
 }
 
@@ -37,7 +40,8 @@ var RefusedFields = []FieldRule{
 // nothing, because what they configure does not exist here. Each reason says
 // why the deployed result is still the one Flux would give.
 var NoEffectFields = []FieldRule{
-	{"chart.metadata", "labels and annotations of the HelmChart object helm-controller creates; kraan-operator reads the chart from the source directly and creates no HelmChart"},
+	{"chart.metadata", "labels and annotations of the HelmChart (or OCIRepository) object helm-controller creates; kraan-operator reads the chart from the source directly and creates none"},
+	{"chart.spec.ignore", "filters the files of an OCI artifact; a chart is read whole from its Helm chart layer, as helm-controller's OCIRepository selects it"},
 }
 
 // UnwrittenStatusFields are the fields of Flux's HelmReleaseStatus our

@@ -109,12 +109,8 @@ func TestFluxParity_NoFieldSilentlyLost(t *testing.T) {
 	}
 	t.Logf("Flux v1.6.5 HelmReleaseSpec: %d field paths, %d implemented, %d accepted without effect, %d refused",
 		len(paths), implemented, noEffect, refused)
-	for _, table := range [][]FieldRule{RefusedFields, NoEffectFields} {
-		for _, r := range table {
-			g.Expect(slices.ContainsFunc(paths, func(p string) bool { return p == r.Path || strings.HasPrefix(p, r.Path+".") })).
-				To(BeTrue(), "rule for %s names no Flux field: the table is stale", r.Path)
-		}
-	}
+	// That every rule names a Flux field is checked against v1.7.1, which
+	// has every path of v1.6.5 and more (TestFluxV17Parity_NoFieldSilentlyLost).
 }
 
 // TestFluxParity_EveryStatusFieldWrittenOrListed walks every field of Flux's

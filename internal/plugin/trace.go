@@ -155,7 +155,7 @@ func chartSource(hr *kraanv1.HelmRelease) (string, client.ObjectKey) {
 	if ref := hr.Spec.ChartRef; ref != nil {
 		return ref.Kind, client.ObjectKey{Namespace: ns(ref.Namespace), Name: ref.Name}
 	}
-	if hr.Spec.Chart == nil {
+	if hr.Spec.Chart == nil || hr.Spec.Chart.Spec.SourceRef == nil {
 		return "", client.ObjectKey{}
 	}
 	ref := hr.Spec.Chart.Spec.SourceRef

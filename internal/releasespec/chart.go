@@ -116,6 +116,9 @@ func sourceOf(hr *kraanv1.HelmRelease) string {
 	if ref := hr.Spec.ChartRef; ref != nil {
 		return fmt.Sprintf("%s %s", ref.Kind, Namespaced(ref.Namespace, hr.Namespace, ref.Name))
 	}
+	if hr.Spec.Chart.IsOCI() {
+		return "chart " + hr.Spec.Chart.Spec.URL
+	}
 	ref := hr.Spec.Chart.Spec.SourceRef
 	return fmt.Sprintf("%s %s", ref.Kind, Namespaced(ref.Namespace, hr.Namespace, ref.Name))
 }
@@ -135,7 +138,13 @@ func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (ch
 		}
 		return chart.Request{Chart: chart.RootOf(dir), ArtifactDir: dir, ArtifactRevision: revision}, nil
 	}
+	if hr.Spec.Chart.IsOCI() {
+		return s.ociChartRequest(ctx, hr)
+	}
 	spec := hr.Spec.Chart.Spec
+	if spec.SourceRef == nil {
+		return chart.Request{}, kit.Terminal(kraanv1.ReasonArtifactFailed, errors.New("spec.chart.spec.sourceRef is not set"))
+	}
 	req := chart.NewRequest(spec)
 	key := Namespaced(spec.SourceRef.Namespace, hr.Namespace, spec.SourceRef.Name)
 	var err error
@@ -191,65 +200,94 @@ func unsupportedProvider(repo *sourcev1.HelmRepository) error {
 		"give the registry's credentials in a secretRef", client.ObjectKeyFromObject(repo), p)
 }
 
-// repositoryCredentials reads a HelmRepository's Secrets as source-controller
-// does: secretRef holds basic auth (and, deprecated but still read, TLS
-// keys), or for type oci may be a kubernetes.io/dockerconfigjson Secret;
-// certSecretRef holds ca.crt, tls.crt and tls.key and takes priority over
-// TLS keys in secretRef. A Secret that cannot work is the user's to fix: a
-// terminal error naming the field, the Secret and the key, never the content.
+// registrySecrets says where a chart source's credentials are: the Secrets
+// secretRef and certSecretRef name in namespace, and who names them, for
+// messages ("HelmRepository apps/charts", or a HelmRelease's spec.chart.spec
+// for an OCI chart at a URL).
+type registrySecrets struct {
+	owner, namespace, url    string
+	oci                      bool
+	secretRef, certSecretRef string
+}
+
+// secretsOfRepository are a HelmRepository's registry Secrets.
+func secretsOfRepository(repo *sourcev1.HelmRepository) registrySecrets {
+	rs := registrySecrets{owner: "HelmRepository " + client.ObjectKeyFromObject(repo).String(), namespace: repo.Namespace,
+		url: repo.Spec.URL, oci: repo.Spec.Type == sourcev1.HelmRepositoryTypeOCI}
+	if repo.Spec.SecretRef != nil {
+		rs.secretRef = repo.Spec.SecretRef.Name
+	}
+	if repo.Spec.CertSecretRef != nil {
+		rs.certSecretRef = repo.Spec.CertSecretRef.Name
+	}
+	return rs
+}
+
+// repositoryCredentials reads a HelmRepository's Secrets.
 func (s *SourceCharts) repositoryCredentials(ctx context.Context, repo *sourcev1.HelmRepository) (*chart.Credentials, error) {
+	return s.credentials(ctx, secretsOfRepository(repo))
+}
+
+// credentials reads a chart source's Secrets as source-controller does:
+// secretRef holds basic auth (and, deprecated but still read, TLS keys), or
+// for OCI may be a kubernetes.io/dockerconfigjson Secret; certSecretRef holds
+// ca.crt, tls.crt and tls.key and takes priority over TLS keys in secretRef.
+// The Secrets are read in the source's own namespace only. A Secret that
+// cannot work is the user's to fix: a terminal error naming the field, the
+// Secret and the key, never the content.
+func (s *SourceCharts) credentials(ctx context.Context, rs registrySecrets) (*chart.Credentials, error) {
 	var creds *chart.Credentials
-	if ref := repo.Spec.SecretRef; ref != nil {
-		secret, err := s.repositorySecret(ctx, repo, "secretRef", ref.Name)
+	if rs.secretRef != "" {
+		secret, err := s.registrySecret(ctx, rs, "secretRef", rs.secretRef)
 		if err != nil {
 			return nil, err
 		}
-		if creds, err = loginFromSecret(repo, secret); err != nil {
-			return nil, badRepositorySecret(repo, "secretRef", secret, err)
+		if creds, err = loginFromSecret(rs.oci, rs.url, secret); err != nil {
+			return nil, badRegistrySecret(rs, "secretRef", secret, err)
 		}
 	}
-	if ref := repo.Spec.CertSecretRef; ref != nil {
-		secret, err := s.repositorySecret(ctx, repo, "certSecretRef", ref.Name)
+	if rs.certSecretRef != "" {
+		secret, err := s.registrySecret(ctx, rs, "certSecretRef", rs.certSecretRef)
 		if err != nil {
 			return nil, err
 		}
 		certs, err := chart.TLSFromSecret(secret.Data)
 		if err != nil {
-			return nil, badRepositorySecret(repo, "certSecretRef", secret, err)
+			return nil, badRegistrySecret(rs, "certSecretRef", secret, err)
 		}
 		creds = creds.WithTLS(certs)
 	}
 	return creds, nil
 }
 
-// repositorySecret reads a Secret a HelmRepository's field names, in the
-// repository's namespace.
-func (s *SourceCharts) repositorySecret(ctx context.Context, repo *sourcev1.HelmRepository, field, name string) (*corev1.Secret, error) {
+// registrySecret reads a Secret a source's field names, in the source's
+// namespace.
+func (s *SourceCharts) registrySecret(ctx context.Context, rs registrySecrets, field, name string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: repo.Namespace, Name: name}
+	key := client.ObjectKey{Namespace: rs.namespace, Name: name}
 	if err := s.Reader.Get(ctx, key, secret); err != nil {
-		return nil, sourceReadError(fmt.Sprintf("the %s of HelmRepository %s: Secret", field, client.ObjectKeyFromObject(repo)), key, err)
+		return nil, sourceReadError(fmt.Sprintf("the %s of %s: Secret", field, rs.owner), key, err)
 	}
 	return secret, nil
 }
 
 // loginFromSecret reads the credentials of a secretRef: a Docker config for
 // an OCI registry when the Secret is of that type, else its keys.
-func loginFromSecret(repo *sourcev1.HelmRepository, secret *corev1.Secret) (*chart.Credentials, error) {
+func loginFromSecret(oci bool, url string, secret *corev1.Secret) (*chart.Credentials, error) {
 	if secret.Type != corev1.SecretTypeDockerConfigJson {
 		return chart.CredentialsFromSecret(secret.Data)
 	}
-	if repo.Spec.Type != sourcev1.HelmRepositoryTypeOCI {
+	if !oci {
 		return nil, errors.New("a kubernetes.io/dockerconfigjson Secret logs in to OCI registries only: " +
 			"set type: oci, or give the Secret username and password keys")
 	}
-	return chart.CredentialsFromDockerConfig(secret.Data[corev1.DockerConfigJsonKey], repo.Spec.URL)
+	return chart.CredentialsFromDockerConfig(secret.Data[corev1.DockerConfigJsonKey], url)
 }
 
-// badRepositorySecret says which HelmRepository field's Secret is wrong and why.
-func badRepositorySecret(repo *sourcev1.HelmRepository, field string, secret *corev1.Secret, err error) error {
-	return kit.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("HelmRepository %s: %s %s: %w",
-		client.ObjectKeyFromObject(repo), field, client.ObjectKeyFromObject(secret), err))
+// badRegistrySecret says which source field's Secret is wrong and why.
+func badRegistrySecret(rs registrySecrets, field string, secret *corev1.Secret, err error) error {
+	return kit.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("%s: %s %s: %w",
+		rs.owner, field, client.ObjectKeyFromObject(secret), err))
 }
 
 // ArtifactSource is a Flux source with an artifact.

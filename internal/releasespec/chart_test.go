@@ -72,7 +72,7 @@ func TestLoginFromSecret(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := loginFromSecret(tc.repo, tc.secret)
+			got, err := loginFromSecret(tc.repo.Spec.Type == sourcev1.HelmRepositoryTypeOCI, tc.repo.Spec.URL, tc.secret)
 			if tc.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
 				return

@@ -127,7 +127,7 @@ func (r *operatorRun) install(ctx context.Context) error {
 			return r.c.Create(ctx, &kraanv1.HelmRelease{
 				ObjectMeta: metav1.ObjectMeta{Name: releaseName(i), Namespace: operatorNamespace},
 				Spec: kraanv1.HelmReleaseSpec{Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
-					Chart: "small", SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
+					Chart: "small", SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
 				}}},
 			})
 		})

@@ -144,10 +144,27 @@ func (r *OCIRegistry) Push(dir string, versions ...string) []Pushed {
 	return pushed
 }
 
+// PushTag packages the chart directory at version and pushes it under tag,
+// which need not be the version ("latest", "stable"), as Flux's
+// OCIRepository users publish charts.
+func (r *OCIRegistry) PushTag(dir, version, tag string) Pushed {
+	r.tb.Helper()
+	a, err := Package(dir, version)
+	if err != nil {
+		r.tb.Fatalf("chartrepo: %v", err)
+	}
+	return r.pushAs(r.client(), a, tag)
+}
+
 func (r *OCIRegistry) push(client *registry.Client, a *Archive) Pushed {
 	r.tb.Helper()
-	ref := fmt.Sprintf("%s/%s/%s:%s", r.Host, ociRepository, a.Name, a.Version)
-	res, err := client.Push(a.Data, ref)
+	return r.pushAs(client, a, a.Version)
+}
+
+func (r *OCIRegistry) pushAs(client *registry.Client, a *Archive, tag string) Pushed {
+	r.tb.Helper()
+	ref := fmt.Sprintf("%s/%s/%s:%s", r.Host, ociRepository, a.Name, tag)
+	res, err := client.Push(a.Data, ref, registry.PushOptStrictMode(tag == a.Version))
 	if err != nil {
 		r.tb.Fatalf("chartrepo: pushing %s: %v", ref, err)
 	}

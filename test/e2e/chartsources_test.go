@@ -77,7 +77,7 @@ func testGitChartFollowsCommits(h *harness) {
 	h.createRelease("git-charted", "app", kraanv1.HelmReleaseSpec{
 		Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
 			Chart:     "charts/small",
-			SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "git-charts", Namespace: fluxNamespace},
+			SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "git-charts", Namespace: fluxNamespace},
 		}},
 	})
 	h.releaseReady("git-charted", "app", nil)
@@ -113,7 +113,7 @@ func testHelmRepositoryNewVersion(h *harness) {
 	})).To(Succeed())
 	for name, version := range map[string]string{"follows": "~0.1", "pinned": "0.1.0"} {
 		h.createRelease(ns, name, kraanv1.HelmReleaseSpec{Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
-			Chart: "small", Version: version, SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "polled"},
+			Chart: "small", Version: version, SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "polled"},
 		}}})
 	}
 	before := h.releaseReady(ns, "follows", nil).Status.LastAttemptedSourceRevision
@@ -153,7 +153,7 @@ func testHelmRepositoryArtifactChange(h *harness) {
 	const ns = "repo-managed"
 	h.createNamespace(ns)
 	h.createRelease(ns, "app", kraanv1.HelmReleaseSpec{Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
-		Chart: "small", SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "managed", Namespace: fluxNamespace},
+		Chart: "small", SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "managed", Namespace: fluxNamespace},
 	}}})
 	h.releaseReady(ns, "app", nil)
 

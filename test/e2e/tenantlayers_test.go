@@ -65,7 +65,7 @@ func testTenantLabelIsNoClaim(h *harness) {
 			Annotations: map[string]string{suspendedByHold: "true"}},
 		Spec: kraanv1.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Hour}, Suspend: true,
 			Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{Chart: "small",
-				SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts", Namespace: fluxNamespace}}}},
+				SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts", Namespace: fluxNamespace}}}},
 	}
 	g.Expect(h.c.Create(ctx, mineHR)).To(Succeed())
 

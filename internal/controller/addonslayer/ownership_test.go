@@ -49,7 +49,7 @@ func (e *layerEnv) testLabelIsNoClaim(t *testing.T) {
 	mineHR := &kraanv1.HelmRelease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "mine", Labels: claimedFor("tenancy-platform")},
 		Spec: kraanv1.HelmReleaseSpec{Interval: metav1.Duration{Duration: 10 * time.Minute}, Chart: &kraanv1.HelmChartTemplate{
-			Spec: kraanv1.HelmChartTemplateSpec{Chart: "podinfo", SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "podinfo"}}}},
+			Spec: kraanv1.HelmChartTemplateSpec{Chart: "podinfo", SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "podinfo"}}}},
 	}
 	g.Expect(e.c.Create(ctx, mineHR)).To(Succeed())
 

@@ -39,7 +39,7 @@ func crossNamespaceRef(hr *kraanv1.HelmRelease) (field, namespace string) {
 	if ref := hr.Spec.ChartRef; ref != nil && other(ref.Namespace) {
 		return "spec.chartRef.namespace", ref.Namespace
 	}
-	if c := hr.Spec.Chart; c != nil && other(c.Spec.SourceRef.Namespace) {
+	if c := hr.Spec.Chart; c != nil && c.Spec.SourceRef != nil && other(c.Spec.SourceRef.Namespace) {
 		return "spec.chart.spec.sourceRef.namespace", c.Spec.SourceRef.Namespace
 	}
 	for i, dep := range hr.Spec.DependsOn {

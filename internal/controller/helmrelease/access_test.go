@@ -14,7 +14,7 @@ func TestCrossNamespaceRef(t *testing.T) {
 		hr := &kraanv1.HelmRelease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"},
 			Spec: kraanv1.HelmReleaseSpec{Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
-				Chart: "app", SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
+				Chart: "app", SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
 			}}},
 		}
 		change(hr)

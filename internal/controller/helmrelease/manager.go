@@ -233,8 +233,8 @@ func chartSourceKeys(obj client.Object) []string {
 	if ref := hr.Spec.ChartRef; ref != nil {
 		return []string{chartSourceKey(ref.Kind, releasespec.Namespaced(ref.Namespace, hr.Namespace, ref.Name))}
 	}
-	if hr.Spec.Chart == nil {
-		return nil
+	if hr.Spec.Chart == nil || hr.Spec.Chart.Spec.SourceRef == nil {
+		return nil // an OCI chart at spec.chart.spec.url has no source object
 	}
 	ref := hr.Spec.Chart.Spec.SourceRef
 	return []string{chartSourceKey(ref.Kind, releasespec.Namespaced(ref.Namespace, hr.Namespace, ref.Name))}

@@ -141,7 +141,8 @@ func chartUseOf(hr *kraanv1.HelmRelease, version string) chartUse {
 
 // helmRepositoryOf is the HelmRepository the release's chart comes from.
 func helmRepositoryOf(hr *kraanv1.HelmRelease) (client.ObjectKey, bool) {
-	if hr.Spec.ChartRef != nil || hr.Spec.Chart == nil || hr.Spec.Chart.Spec.SourceRef.Kind != sourcev1.HelmRepositoryKind {
+	if hr.Spec.ChartRef != nil || hr.Spec.Chart == nil || hr.Spec.Chart.Spec.SourceRef == nil ||
+		hr.Spec.Chart.Spec.SourceRef.Kind != sourcev1.HelmRepositoryKind {
 		return client.ObjectKey{}, false
 	}
 	ref := hr.Spec.Chart.Spec.SourceRef

@@ -41,7 +41,7 @@ func TestKindBeingRemoved_AndOrphan(t *testing.T) {
 	// CRD is being deleted meanwhile.
 	hr := &kraanv1.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "held", Finalizers: []string{"example.com/hold"}},
 		Spec: kraanv1.HelmReleaseSpec{Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
-			Chart: "c", SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "r"}}}}}
+			Chart: "c", SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "r"}}}}}
 	g.Expect(c.Create(ctx, hr)).To(Succeed())
 	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: helmReleases.String()}}
 	g.Expect(c.Delete(ctx, crd)).To(Succeed())

@@ -196,6 +196,17 @@ type Request struct {
 	ArtifactRevision string
 	// IgnoreMissingValuesFiles skips ValuesFiles that do not exist.
 	IgnoreMissingValuesFiles bool
+	// OCIRef, with an OCI Repository, pulls the chart by this tag or digest
+	// instead of resolving Version against the registry's tags: a
+	// HelmRelease's spec.chart.spec.ref (kind OCIRepository).
+	OCIRef *OCIRef
+}
+
+// OCIRef is a chart's tag or manifest digest in an OCI repository; the
+// digest wins when both are set.
+type OCIRef struct {
+	Tag    string
+	Digest string
 }
 
 // NewRequest copies what a HelmRelease's chart template says; the caller
@@ -256,6 +267,9 @@ func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
 	case req.Repository != nil:
 		if err := req.Repository.validate(); err != nil {
 			return nil, err
+		}
+		if req.Repository.isOCI() && req.OCIRef != nil {
+			return f.fetchOCIRef(ctx, req.Repository, req.Chart, *req.OCIRef)
 		}
 		if req.Repository.isOCI() {
 			return f.fetchOCI(ctx, req.Repository, req.Chart, req.Version)

@@ -72,6 +72,47 @@ func (f *Fetcher) fetchOCI(ctx context.Context, r *Repository, name, constraint 
 	return res, nil
 }
 
+// fetchOCIRef pulls chart name by tag or digest, without listing the
+// repository's tags: any tag, semver or not, as Flux's OCIRepository pulls
+// it. Sizes, digests and caches are those of fetchOCI.
+func (f *Fetcher) fetchOCIRef(ctx context.Context, r *Repository, name string, ref OCIRef) (*Result, error) {
+	base := ociBase(r, name)
+	repo, err := f.ociRepository(r, base)
+	if err != nil {
+		return nil, err
+	}
+	target, full := ref.Tag, base+":"+ref.Tag
+	if ref.Digest != "" {
+		target, full = ref.Digest, base+"@"+ref.Digest
+	}
+	if target == "" {
+		return nil, fmt.Errorf("oci://%s: neither a tag nor a digest to pull", base)
+	}
+	scope := r.cacheScope()
+	v, err := f.shared(ctx, "oci\x00"+scope+"\x00"+full, r.timeout(),
+		func(ctx context.Context) (any, error) { return f.pullOCI(ctx, repo, r, scope, full, target) })
+	if err != nil {
+		return nil, err
+	}
+	pulled := v.(*ociPull)
+	if ref.Digest != "" && pulled.manifestDigest != ref.Digest {
+		return nil, fmt.Errorf("oci://%s: the registry answered with manifest %s", full, pulled.manifestDigest)
+	}
+	res, err := resultFromArchive(pulled.archive, "oci://"+full)
+	if err != nil {
+		return nil, err
+	}
+	res.ManifestDigest = pulled.manifestDigest
+	res.SourceRevision = pulled.manifestDigest
+	return res, nil
+}
+
+// IsChartLayerMediaType says whether a layer of that media type is a Helm
+// chart, as helm-controller's OCIRepository layer selector picks it.
+func IsChartLayerMediaType(mediaType string) bool {
+	return mediaType == registry.ChartLayerMediaType || mediaType == registry.LegacyChartLayerMediaType
+}
+
 // ociPull is a pulled chart and the manifest it came from.
 type ociPull struct {
 	archive        *archive

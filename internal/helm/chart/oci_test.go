@@ -141,3 +141,45 @@ func TestFetcher_Fetch_ociUnreachable(t *testing.T) {
 	g.Expect(errors.As(err, &unreachable)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring(registry.Host))
 }
+
+// TestFetcher_Fetch_ociByTagOrDigest: a HelmRelease's spec.chart.spec.ref
+// (kind OCIRepository) pulls any tag, semver or not, without listing the
+// repository's tags, or a manifest by digest; a tag the registry does not
+// have is the user's to fix.
+func TestFetcher_Fetch_ociByTagOrDigest(t *testing.T) {
+	registry := chartrepo.NewOCIRegistry(t)
+	old := registry.Push(chartrepo.ChartDir("small"), "0.1.0")[0]
+	latest := registry.PushTag(chartrepo.ChartDir("small"), "0.2.0", "latest")
+	registry.ResetCounts()
+	f, _ := newFetcher()
+	byRef := func(ref chart.OCIRef) chart.Request {
+		req := ociRequest(registry.URL(), "small", "")
+		req.OCIRef = &ref
+		return req
+	}
+	for name, tt := range map[string]struct {
+		ref  chart.OCIRef
+		want chartrepo.Pushed
+	}{
+		"a tag that is no version": {chart.OCIRef{Tag: "latest"}, latest},
+		"a version's tag":          {chart.OCIRef{Tag: "0.1.0"}, old},
+		"a digest wins over a tag": {chart.OCIRef{Tag: "latest", Digest: old.ManifestDigest}, old},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			res, err := fetch(t, f, byRef(tt.ref))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Version).To(Equal(tt.want.Version))
+			g.Expect(res.ManifestDigest).To(Equal(tt.want.ManifestDigest))
+			g.Expect(res.SourceRevision).To(Equal(tt.want.ManifestDigest))
+			g.Expect(res.Digest).To(Equal("sha256:" + tt.want.Digest))
+		})
+	}
+	g := NewWithT(t)
+	g.Expect(registry.Requests("/v2/charts/small/tags/list")).To(BeZero(), "a tag or digest needs no tag list")
+
+	_, err := fetch(t, f, byRef(chart.OCIRef{Tag: "0.9.9"}))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(chart.IsTerminal(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("small:0.9.9"))
+}

@@ -66,7 +66,7 @@ func newRelease(t *testing.T, namespace string, values map[string]any) {
 			Timeout:  &metav1.Duration{Duration: releaseTimeout},
 			Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
 				Chart:     "small",
-				SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
+				SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
 			}},
 			Values: toJSON(values),
 		},

@@ -53,7 +53,7 @@ func newGizmoRelease(t *testing.T, name string, change func(*kraanv1.HelmRelease
 			Interval: metav1.Duration{Duration: 10 * time.Minute},
 			Timeout:  &metav1.Duration{Duration: 2 * time.Minute},
 			Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
-				Chart: "gizmos", SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
+				Chart: "gizmos", SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
 			}},
 			Values: &apiextensionsv1.JSON{Raw: values},
 			HealthCheckExprs: []kraanv1.CustomHealthCheck{{

@@ -81,7 +81,7 @@ func newRelease(t *testing.T, namespace, name, chartName string, opts ...release
 			Timeout:  &metav1.Duration{Duration: 2 * time.Minute},
 			Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
 				Chart:     chartName,
-				SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
+				SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
 			}},
 		},
 	}

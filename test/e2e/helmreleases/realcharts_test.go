@@ -61,7 +61,7 @@ func TestRealChart_MetricsServer(t *testing.T) {
 		Spec: kraanv1.HelmReleaseSpec{
 			Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
 				Chart: "metrics-server", Version: "3.12.x",
-				SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "metrics"},
+				SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "metrics"},
 			}},
 			// Its APIService would point the cluster's aggregated metrics API at
 			// pods kwok never runs, breaking discovery for everyone on the plane.

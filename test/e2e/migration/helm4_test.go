@@ -243,7 +243,7 @@ func createHelm4Release(t *testing.T, namespace string, r helm4Release) {
 			TargetNamespace: r.targetNamespace,
 			Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
 				Chart: "small", Version: "0.1.0",
-				SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
+				SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
 			}},
 			Values: toJSON(g, r.values),
 		},

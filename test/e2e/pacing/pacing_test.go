@@ -93,7 +93,7 @@ func TestPacing_NoReleaseOfAWaveFailsInItsQueue(t *testing.T) {
 				Interval: metav1.Duration{Duration: time.Hour},
 				Timeout:  &metav1.Duration{Duration: releaseTimeout},
 				Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
-					Chart: "small", SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
+					Chart: "small", SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts"},
 				}},
 			},
 		})).To(Succeed())

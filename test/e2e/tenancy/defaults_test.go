@@ -57,7 +57,7 @@ func TestShippedDefaults_ANamespaceEditorCannotEscalate(t *testing.T) {
 			Spec: kraanv1.HelmReleaseSpec{
 				Interval: metav1.Duration{Duration: time.Hour},
 				Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
-					Chart: "escalate", SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "escalate"},
+					Chart: "escalate", SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "escalate"},
 				}},
 			},
 		}

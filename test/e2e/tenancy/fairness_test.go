@@ -44,7 +44,7 @@ func TestSlowUninstalls_HoldNoWorker(t *testing.T) {
 			Spec: kraanv1.HelmReleaseSpec{
 				Interval: metav1.Duration{Duration: time.Hour},
 				Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
-					Chart: "held", SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "held"},
+					Chart: "held", SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "held"},
 				}},
 				Uninstall: &kraanv1.Uninstall{Timeout: &metav1.Duration{Duration: 10 * time.Minute}},
 			},

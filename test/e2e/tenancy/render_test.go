@@ -41,7 +41,7 @@ func TestHostileTemplates_FailAloneAndBounded(t *testing.T) {
 				Spec: kraanv1.HelmReleaseSpec{
 					Interval: metav1.Duration{Duration: time.Hour},
 					Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
-						Chart: chartName, SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: chartName},
+						Chart: chartName, SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: chartName},
 					}},
 				},
 			})).To(Succeed())

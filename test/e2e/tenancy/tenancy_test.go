@@ -64,7 +64,7 @@ func newRelease(t *testing.T, namespace, name, sourceNamespace string, labels ma
 		Spec: kraanv1.HelmReleaseSpec{
 			Interval: metav1.Duration{Duration: time.Hour},
 			Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{
-				Chart: "small", SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts", Namespace: sourceNamespace},
+				Chart: "small", SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "charts", Namespace: sourceNamespace},
 			}},
 		},
 	})).To(Succeed())

@@ -50,7 +50,7 @@ func TestBreakGlassHelm(t *testing.T) {
 		Spec: kraanv1.HelmReleaseSpec{
 			Interval: metav1.Duration{Duration: time.Hour},
 			Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{Chart: "small", Version: "0.1.0",
-				SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: env.HelmRepositoryName, Namespace: env.FluxNamespace}}},
+				SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: env.HelmRepositoryName, Namespace: env.FluxNamespace}}},
 			Values: &apiextensionsv1.JSON{Raw: []byte(`{"message":"from the spec"}`)},
 		},
 	}

@@ -180,7 +180,7 @@ func createResources(t *testing.T) {
 			Spec: kraanv1.HelmReleaseSpec{
 				Interval: metav1.Duration{Duration: time.Hour},
 				Chart: &kraanv1.HelmChartTemplate{Spec: kraanv1.HelmChartTemplateSpec{Chart: "small", Version: "0.1.0",
-					SourceRef: kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: env.HelmRepositoryName, Namespace: env.FluxNamespace}}},
+					SourceRef: &kraanv1.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: env.HelmRepositoryName, Namespace: env.FluxNamespace}}},
 			},
 		})).To(Succeed())
 	}
