@@ -136,9 +136,9 @@ func TestInvalidObjects_AreRejectedNamingTheField(t *testing.T) {
 		{"release refused chart verification", validRelease,
 			[]change{{"spec.chart.spec.verify", map[string]any{"provider": "cosign"}}},
 			[]string{"spec.chart.spec.verify is not supported (UnsupportedField)"}},
-		{"release refused dependency readyExpr", validRelease,
-			[]change{{"spec.dependsOn", []any{map[string]any{"name": "db", "readyExpr": "status.ready"}}}},
-			[]string{"spec.dependsOn[0]", "readyExpr is not supported (UnsupportedField)"}},
+		{"release dependency readyExpr too long", validRelease,
+			[]change{{"spec.dependsOn", []any{map[string]any{"name": "db", "readyExpr": strings.Repeat("x", 4097)}}}},
+			[]string{"spec.dependsOn[0].readyExpr", "4096"}},
 		// Flux v1.7's chart template for an OCI registry (spec.chart.kind
 		// OCIRepository): the operator pulls the chart itself.
 		{"release OCI chart without a url", validOCIRelease, []change{{"spec.chart.spec.url", nil}},

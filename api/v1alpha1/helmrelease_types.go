@@ -577,7 +577,6 @@ type CrossNamespaceSourceReference struct {
 }
 
 // DependencyReference names another HelmRelease.
-// +kubebuilder:validation:XValidation:rule="!has(self.readyExpr)",message="spec.dependsOn[].readyExpr is not supported (UnsupportedField): a dependency is ready when its Ready condition is True at its generation"
 type DependencyReference struct {
 	// Name of the HelmRelease.
 	// +required
@@ -588,9 +587,13 @@ type DependencyReference struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
-	// ReadyExpr is Flux's CEL readiness expression. It is refused at
-	// admission: a dependency would be judged ready differently than asked.
+	// ReadyExpr is a CEL expression, as Flux's: when set, it replaces the
+	// built-in check (Ready=True at the dependency's generation). It sees
+	// the dependency as `dep` and this HelmRelease as `self`, and must give
+	// a bool: `dep.status.observedGeneration == dep.metadata.generation`.
+	// Its length and the cost of one evaluation are bounded.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	ReadyExpr string `json:"readyExpr,omitempty"`
 }
 

@@ -33,7 +33,6 @@ var RefusedFields = []FieldRule{
 	{"chart.spec.serviceAccountName", "registry credentials come from chart.spec.secretRef, not from a ServiceAccount's image pull secrets"},
 	{"chart.spec.proxySecretRef", "registries are reached through the operator's own proxy settings (HTTPS_PROXY), not per release"},
 	{"chart.spec.ref.semverFilter", "a regular expression over tags is not implemented; name the versions with chart.spec.ref.semver"},
-	{"dependsOn[].readyExpr", "a dependency is ready when its Ready condition is True at its generation, not per a CEL expression"},
 }
 
 // NoEffectFields are Flux fields that are accepted and carried but change

@@ -245,3 +245,28 @@ func program(source string) (cel.Program, error) {
 	programs.bySource[source] = prog
 	return prog, nil
 }
+
+// EvalBool evaluates a tenant's expression that must give a bool, with vars
+// bound as its variables (Flux's dependsOn readyExpr binds `dep` and
+// `self`), within ExprCostLimit. A field that is not there is an error the
+// caller may wait on; an expression that does not compile, costs too much
+// or gives no bool is a *HealthCheckError naming field: it must change.
+func EvalBool(ctx context.Context, field, source string, vars map[string]any) (bool, error) {
+	prog, err := program(source)
+	if err != nil {
+		return false, &HealthCheckError{Field: field, Err: err}
+	}
+	val, _, err := prog.ContextEval(ctx, vars)
+	var cancelled interpreter.EvalCancelledError
+	switch {
+	case errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded:
+		return false, &HealthCheckError{Field: field, Err: fmt.Errorf("the expression costs more than the limit of %d", ExprCostLimit)}
+	case err != nil:
+		return false, fmt.Errorf("%s: %w", field, err)
+	}
+	b, ok := val.(types.Bool)
+	if !ok {
+		return false, &HealthCheckError{Field: field, Err: fmt.Errorf("the expression gives a %s, not a bool", val.Type().TypeName())}
+	}
+	return bool(b), nil
+}

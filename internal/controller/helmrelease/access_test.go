@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/tenancy"
 )
 
 func TestCrossNamespaceRef(t *testing.T) {
@@ -47,4 +48,24 @@ func TestCrossNamespaceRef(t *testing.T) {
 			NewWithT(t).Expect([]string{field, namespace}).To(Equal([]string{tt.field, tt.namespace}))
 		})
 	}
+}
+
+// TestTenantReadsAcross: a tenant's readyExpr may read only HelmReleases of
+// its own namespace, whatever --no-cross-namespace-refs says: an expression
+// is an oracle over every field of what it reads. A platform release (acting
+// as the operator) may read any; a plain dependency in another namespace is
+// --no-cross-namespace-refs' business.
+func TestTenantReadsAcross(t *testing.T) {
+	hr := &kraanv1.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"},
+		Spec: kraanv1.HelmReleaseSpec{DependsOn: []kraanv1.DependencyReference{
+			{Name: "db"},
+			{Name: "db", Namespace: "team-a", ReadyExpr: "dep.status.observedGeneration > 0"},
+			{Name: "cache", Namespace: "team-b"},
+			{Name: "secrets", Namespace: "team-b", ReadyExpr: "dep.spec.values.password == 'guess'"},
+		}}}
+	g := NewWithT(t)
+	g.Expect(tenantReadsAcross(hr, tenancy.Identity{ServiceAccount: "default"})).To(Equal("spec.dependsOn[3].readyExpr"))
+	g.Expect(tenantReadsAcross(hr, tenancy.Identity{})).To(BeEmpty(), "a platform release")
+	hr.Spec.DependsOn = hr.Spec.DependsOn[:3]
+	g.Expect(tenantReadsAcross(hr, tenancy.Identity{ServiceAccount: "default"})).To(BeEmpty())
 }

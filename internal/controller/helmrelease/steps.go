@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/redact"
 	"github.com/kraan-io/kraan-operator/internal/releasespec"
 	"github.com/kraan-io/kraan-operator/internal/rollout"
+	"github.com/kraan-io/kraan-operator/internal/tenancy"
 )
 
 // releaseScope carries what one reconcile observed, step by step.
@@ -54,24 +56,55 @@ type releaseScope struct {
 }
 
 // reconcileDependencies waits until every HelmRelease of spec.dependsOn is
-// Ready at its current generation. The watch on HelmReleases re-queues this
-// one as soon as a dependency turns Ready.
+// Ready at its current generation, or, for one with a readyExpr, until the
+// expression is true. The watch on HelmReleases re-queues this one as soon
+// as a dependency changes.
 func (r *Reconciler) reconcileDependencies(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	hr := sc.hr
-	for _, dep := range hr.Spec.DependsOn {
+	if field := tenantReadsAcross(hr, r.Tenancy.IdentityOf(hr)); field != "" {
+		return ctrl.Result{}, kit.Terminal(kraanv1.ReasonAccessDenied, fmt.Errorf(
+			"%s reads a HelmRelease of another namespace, which only a platform release may: "+
+				"this one acts as a ServiceAccount of its namespace; drop readyExpr (the dependency's Ready condition is then read)", field))
+	}
+	for i, dep := range hr.Spec.DependsOn {
 		key := client.ObjectKey{Namespace: dep.Namespace, Name: dep.Name}
 		if key.Namespace == "" {
 			key.Namespace = hr.Namespace
 		}
-		if err := r.dependencyNotReady(ctx, key); err != nil {
+		err := r.dependencyNotReady(ctx, hr, key, dep.ReadyExpr, fmt.Sprintf("spec.dependsOn[%d].readyExpr", i))
+		var invalid *rollout.HealthCheckError
+		switch {
+		case errors.As(err, &invalid):
+			return ctrl.Result{}, kit.Terminal(kraanv1.ReasonInvalidCELExpression, err)
+		case err != nil:
 			return ctrl.Result{}, kit.Waiting(kraanv1.ReasonDependencyNotReady, r.DependencyRequeue, err)
 		}
 	}
 	return ctrl.Result{}, nil
 }
 
-// dependencyNotReady says why the dependency key is not Ready, or nil.
-func (r *Reconciler) dependencyNotReady(ctx context.Context, key client.ObjectKey) error {
+// tenantReadsAcross returns the first readyExpr of a dependency in another
+// namespace when hr is a tenant's (it acts as a ServiceAccount): an
+// expression is an oracle over every field of the object it reads, so a
+// tenant's may read only its own namespace's releases, whatever
+// --no-cross-namespace-refs says. Platform releases (acting as the
+// operator) may read any.
+func tenantReadsAcross(hr *kraanv1.HelmRelease, id tenancy.Identity) string {
+	if id.ServiceAccount == "" {
+		return ""
+	}
+	for i, dep := range hr.Spec.DependsOn {
+		if dep.ReadyExpr != "" && dep.Namespace != "" && dep.Namespace != hr.Namespace {
+			return fmt.Sprintf("spec.dependsOn[%d].readyExpr", i)
+		}
+	}
+	return ""
+}
+
+// dependencyNotReady says why the dependency key is not ready, or nil: by
+// readyExpr when it is set (Flux's meaning: it replaces the built-in check),
+// else Ready=True at its generation.
+func (r *Reconciler) dependencyNotReady(ctx context.Context, hr *kraanv1.HelmRelease, key client.ObjectKey, readyExpr, field string) error {
 	dep := &kraanv1.HelmRelease{}
 	err := r.Get(ctx, key, dep)
 	switch {
@@ -79,8 +112,32 @@ func (r *Reconciler) dependencyNotReady(ctx context.Context, key client.ObjectKe
 		return fmt.Errorf("waiting for HelmRelease %s, which does not exist", key)
 	case err != nil:
 		return fmt.Errorf("waiting for HelmRelease %s: %w", key, err)
+	case readyExpr != "":
+		return readyByExpr(ctx, hr, dep, readyExpr, field)
 	case dep.Status.ObservedGeneration != dep.Generation || !isReady(dep):
 		return fmt.Errorf("waiting for HelmRelease %s to be Ready", key)
+	}
+	return nil
+}
+
+// readyByExpr evaluates a dependency's readyExpr with the dependency as
+// `dep` and the dependent as `self`, as Flux binds them.
+func readyByExpr(ctx context.Context, hr, dep *kraanv1.HelmRelease, readyExpr, field string) error {
+	vars := map[string]any{}
+	for name, obj := range map[string]*kraanv1.HelmRelease{"dep": dep, "self": hr} {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		u["apiVersion"], u["kind"] = kraanv1.GroupVersion.String(), "HelmRelease"
+		vars[name] = u
+	}
+	ready, err := rollout.EvalBool(ctx, field, readyExpr, vars)
+	switch {
+	case err != nil:
+		return fmt.Errorf("waiting for HelmRelease %s: %w", client.ObjectKeyFromObject(dep), err)
+	case !ready:
+		return fmt.Errorf("waiting for HelmRelease %s: %s is false", client.ObjectKeyFromObject(dep), field)
 	}
 	return nil
 }

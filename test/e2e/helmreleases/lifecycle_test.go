@@ -137,6 +137,50 @@ func TestHelmRelease_DependsOnStartsWhenDependencyIsReady(t *testing.T) {
 	g.Expect(started.Sub(condition(first, kraanv1.ReadyCondition).LastTransitionTime.Time)).To(BeNumerically("<", time.Minute))
 }
 
+// TestHelmRelease_DependsOnReadyExpr: Flux's dependsOn[].readyExpr replaces
+// the built-in check. The dependency here never becomes Ready (its chart does
+// not exist); the dependent waits, naming the expression, until the
+// expression over `dep` and `self` is true, and is then installed. An
+// expression that cannot compile stalls the release, naming the field.
+func TestHelmRelease_DependsOnReadyExpr(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	newRelease(t, ns, "never-ready", "no-such-chart")
+	newRelease(t, ns, "after", "small", func(hr *kraanv1.HelmRelease) {
+		hr.Labels = map[string]string{"tier": "app"}
+		hr.Spec.DependsOn = []kraanv1.DependencyReference{{Name: "never-ready",
+			ReadyExpr: "has(dep.metadata.annotations) && dep.metadata.annotations['tier-ready'] == self.metadata.labels.tier"}}
+	})
+	g.Eventually(func(g Gomega) {
+		ready := condition(get(g, ns, "after"), kraanv1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(kraanv1.ReasonDependencyNotReady))
+		g.Expect(ready.Message).To(ContainSubstring("spec.dependsOn[0].readyExpr is false"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(helmRevisions(g, ns, "after")).To(BeEmpty(), "installed before its readyExpr held")
+
+	dep := get(g, ns, "never-ready")
+	dep.Annotations = map[string]string{"tier-ready": "app"}
+	g.Expect(k8s.Update(context.Background(), dep)).To(Succeed())
+	readyAt(t, ns, "after")
+	g.Expect(condition(get(g, ns, "never-ready"), kraanv1.ReadyCondition).Status).To(Equal(metav1.ConditionFalse))
+
+	newRelease(t, ns, "broken-expr", "small", func(hr *kraanv1.HelmRelease) {
+		hr.Spec.DependsOn = []kraanv1.DependencyReference{{Name: "after", ReadyExpr: "dep.status.("}}
+	})
+	g.Eventually(func(g Gomega) {
+		hr := get(g, ns, "broken-expr")
+		ready := condition(hr, kraanv1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(kraanv1.ReasonInvalidCELExpression), ready.Message)
+		g.Expect(ready.Message).To(ContainSubstring("spec.dependsOn[0].readyExpr"))
+		stalled := condition(hr, kraanv1.StalledCondition)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
 // TestHelmRelease_FromAnOCIRegistry installs a chart from an OCI registry
 // (a HelmRepository of type oci) and upgrades when a newer tag matches.
 func TestHelmRelease_FromAnOCIRegistry(t *testing.T) {
