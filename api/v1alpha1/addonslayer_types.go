@@ -41,6 +41,10 @@ const (
 	// HelmChartKind is a Flux source.toolkit.fluxcd.io HelmChart, a chart
 	// source of HelmReleases (spec.chartRef).
 	HelmChartKind = "HelmChart"
+	// ExternalArtifactKind is a Flux source.toolkit.fluxcd.io
+	// ExternalArtifact (Flux 2.7+): an artifact another controller
+	// produces, a chart source of HelmReleases (spec.chartRef).
+	ExternalArtifactKind = "ExternalArtifact"
 	// KraanOCIRepositoryKind is OCIRepository in resource.group spelling.
 	KraanOCIRepositoryKind = "ocirepositories.source.toolkit.fluxcd.io"
 	// KraanBucketKind is Bucket in resource.group spelling.

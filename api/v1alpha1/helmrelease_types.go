@@ -560,10 +560,12 @@ type CrossNamespaceSourceReference struct {
 	// APIVersion of the source.
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
-	// Kind of the source: an OCIRepository whose artifact is a chart, or a
-	// source-controller HelmChart (its artifact is the packaged chart).
+	// Kind of the source: an OCIRepository whose artifact is a chart, a
+	// source-controller HelmChart (its artifact is the packaged chart), or
+	// an ExternalArtifact another controller produces (its CRD comes with
+	// source-controller v1.7+).
 	// +required
-	// +kubebuilder:validation:Enum=OCIRepository;HelmChart
+	// +kubebuilder:validation:Enum=OCIRepository;HelmChart;ExternalArtifact
 	Kind string `json:"kind"`
 	// Name of the source.
 	// +required

@@ -95,6 +95,16 @@ func TestFluxParity_NoFieldSilentlyLost(t *testing.T) {
 	g := NewWithT(t)
 	paths := fluxFieldPaths()
 	g.Expect(len(paths)).To(BeNumerically(">", 100), "the walk did not reach Flux's nested structs")
+	expectEveryFieldOurs(t, g, "v1.6.5", paths)
+	// That every rule names a Flux field is checked against v1.7.1, which
+	// has every path of v1.6.5 and more (TestFluxV17Parity_NoFieldSilentlyLost).
+}
+
+// expectEveryFieldOurs checks that each Flux spec path is a field of ours
+// (implemented, or accepted without effect) or refused at admission, and
+// logs the counts.
+func expectEveryFieldOurs(t *testing.T, g Gomega, version string, paths []string) {
+	t.Helper()
 	var implemented, refused, noEffect int
 	for _, p := range paths {
 		switch {
@@ -105,12 +115,10 @@ func TestFluxParity_NoFieldSilentlyLost(t *testing.T) {
 		default:
 			implemented++
 		}
-		g.Expect(ourField(p)).To(BeTrue(), "Flux field spec.%s is neither a field of our HelmRelease nor in RefusedFields", p)
+		g.Expect(ourField(p)).To(BeTrue(), "Flux %s field spec.%s is neither a field of our HelmRelease nor in RefusedFields", version, p)
 	}
-	t.Logf("Flux v1.6.5 HelmReleaseSpec: %d field paths, %d implemented, %d accepted without effect, %d refused",
-		len(paths), implemented, noEffect, refused)
-	// That every rule names a Flux field is checked against v1.7.1, which
-	// has every path of v1.6.5 and more (TestFluxV17Parity_NoFieldSilentlyLost).
+	t.Logf("Flux %s HelmReleaseSpec: %d field paths, %d implemented, %d accepted without effect, %d refused",
+		version, len(paths), implemented, noEffect, refused)
 }
 
 // TestFluxParity_EveryStatusFieldWrittenOrListed walks every field of Flux's

@@ -256,20 +256,7 @@ func TestFluxV17Parity_NoFieldSilentlyLost(t *testing.T) {
 	// The walk reads what reflection reads of the compiled v1.6.5 types.
 	g.Expect(paths).To(ContainElements(fluxFieldPaths()), "paths of v1.6.5 missing from the v1.7.1 walk")
 
-	var implemented, refused, noEffect int
-	for _, p := range paths {
-		switch {
-		case covered(RefusedFields, p):
-			refused++
-		case covered(NoEffectFields, p):
-			noEffect++
-		default:
-			implemented++
-		}
-		g.Expect(ourField(p)).To(BeTrue(), "Flux %s field spec.%s is neither a field of our HelmRelease nor in RefusedFields", fluxV17Version, p)
-	}
-	t.Logf("Flux %s HelmReleaseSpec: %d field paths, %d implemented, %d accepted without effect, %d refused",
-		fluxV17Version, len(paths), implemented, noEffect, refused)
+	expectEveryFieldOurs(t, g, fluxV17Version, paths)
 	for _, table := range [][]FieldRule{RefusedFields, NoEffectFields} {
 		for _, r := range table {
 			g.Expect(slices.ContainsFunc(paths, func(p string) bool { return p == r.Path || strings.HasPrefix(p, r.Path+".") })).

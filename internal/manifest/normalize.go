@@ -61,13 +61,14 @@ func clampRetries(spec map[string]any) error {
 	return nil
 }
 
-// checkChartRef refuses a chartRef our HelmRelease cannot follow (Flux v2 also
-// allows ExternalArtifact). Dropping it would leave neither chart nor chartRef.
+// checkChartRef refuses a chartRef our HelmRelease cannot follow. Dropping
+// it would leave neither chart nor chartRef.
 func checkChartRef(spec map[string]any) error {
 	kind, ok, _ := unstructured.NestedString(spec, "chartRef", "kind")
-	if ok && kind != kraanv1.OCIRepositoryKind && kind != kraanv1.HelmChartKind {
-		return fmt.Errorf("spec.chartRef.kind %s is not supported (%s): only %s and %s; "+
-			"use spec.chart with a sourceRef instead", kind, UnsupportedField, kraanv1.OCIRepositoryKind, kraanv1.HelmChartKind)
+	if ok && kind != kraanv1.OCIRepositoryKind && kind != kraanv1.HelmChartKind && kind != kraanv1.ExternalArtifactKind {
+		return fmt.Errorf("spec.chartRef.kind %s is not supported (%s): only %s, %s and %s; "+
+			"use spec.chart with a sourceRef instead", kind, UnsupportedField, kraanv1.OCIRepositoryKind, kraanv1.HelmChartKind,
+			kraanv1.ExternalArtifactKind)
 	}
 	return nil
 }

@@ -129,8 +129,11 @@ func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (ch
 		// is the chart itself: at the artifact's root, or in its one directory
 		// (a packaged chart's archive holds <name>/Chart.yaml).
 		var src ArtifactSource = &sourcev1.OCIRepository{}
-		if ref.Kind == sourcev1.HelmChartKind {
+		switch ref.Kind {
+		case sourcev1.HelmChartKind:
 			src = &sourcev1.HelmChart{}
+		case kraanv1.ExternalArtifactKind:
+			src = &sourcev1.ExternalArtifact{}
 		}
 		dir, revision, err := s.artifactDir(ctx, src, Namespaced(ref.Namespace, hr.Namespace, ref.Name))
 		if err != nil {

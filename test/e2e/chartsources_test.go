@@ -27,6 +27,7 @@ import (
 func TestHelmRelease_ChartSources(t *testing.T) {
 	h := startHarness(t)
 	t.Run("chartRef to a HelmChart", func(t *testing.T) { testChartRefToHelmChart(h.forTest(t)) })
+	t.Run("chartRef to an ExternalArtifact", func(t *testing.T) { testChartRefToExternalArtifact(h.forTest(t)) })
 	t.Run("a GitRepository commit upgrades at once", func(t *testing.T) { testGitChartFollowsCommits(h.forTest(t)) })
 	t.Run("a new version in a HelmRepository upgrades the ranges it matches", func(t *testing.T) {
 		testHelmRepositoryNewVersion(h.forTest(t))
@@ -63,6 +64,35 @@ func testChartRefToHelmChart(h *harness) {
 	cm := &corev1.ConfigMap{}
 	g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: "charted", Name: "app"}, cm)).To(Succeed())
 	g.Expect(cm.Data).To(HaveKeyWithValue("message", "from a HelmChart"))
+}
+
+// testChartRefToExternalArtifact: a HelmRelease whose chartRef is an
+// ExternalArtifact (Flux 2.7) installs the chart its artifact holds. Another
+// controller publishes such artifacts; here the test plays it, publishing
+// the packaged chart source-controller made for the HelmChart "small" (the
+// subtest before) in the ExternalArtifact's status, as a producer would.
+func testChartRefToExternalArtifact(h *harness) {
+	g := NewWithT(h.t)
+	ctx := h.t.Context()
+	artifact := h.artifactOf(g, &sourcev1.HelmChart{}, "small")
+	external := &sourcev1.ExternalArtifact{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNamespace, Name: "published-small"}}
+	g.Expect(h.c.Create(ctx, external)).To(Succeed())
+	external.Status = sourcev1.ExternalArtifactStatus{Artifact: artifact, Conditions: []metav1.Condition{{
+		Type: "Ready", Status: metav1.ConditionTrue, Reason: "Succeeded", Message: "published", LastTransitionTime: metav1.Now()}}}
+	g.Expect(h.c.Status().Update(ctx, external)).To(Succeed())
+
+	h.createNamespace("external")
+	h.createRelease("external", "app", kraanv1.HelmReleaseSpec{
+		ChartRef: &kraanv1.CrossNamespaceSourceReference{Kind: kraanv1.ExternalArtifactKind, Name: "published-small", Namespace: fluxNamespace},
+		Values:   &apiextensionsv1.JSON{Raw: []byte(`{"message": "from an ExternalArtifact"}`)},
+	})
+	hr := h.releaseReady("external", "app", func(g Gomega, hr *kraanv1.HelmRelease) {
+		g.Expect(hr.Status.History[0].ChartName).To(Equal("small"))
+	})
+	g.Expect(hr.Status.LastAttemptedSourceRevision).To(Equal(artifact.Revision))
+	cm := &corev1.ConfigMap{}
+	g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: "external", Name: "app"}, cm)).To(Succeed())
+	g.Expect(cm.Data).To(HaveKeyWithValue("message", "from an ExternalArtifact"))
 }
 
 // testGitChartFollowsCommits: a chart in a GitRepository is upgraded as soon

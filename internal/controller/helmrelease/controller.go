@@ -148,7 +148,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=kraan.io,resources=helmreleases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kraan.io,resources=helmreleases/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kraan.io,resources=helmreleases/finalizers,verbs=update
-// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=helmrepositories;helmcharts;gitrepositories;ocirepositories;buckets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=helmrepositories;helmcharts;gitrepositories;ocirepositories;buckets;externalartifacts,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
 // Helm installs arbitrary charts: the operator needs every verb on every

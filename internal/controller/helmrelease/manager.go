@@ -154,6 +154,7 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
 	for kind, src := range map[string]releasespec.ArtifactSource{
 		sourcev1.GitRepositoryKind: &sourcev1.GitRepository{}, sourcev1.OCIRepositoryKind: &sourcev1.OCIRepository{},
 		sourcev1.BucketKind: &sourcev1.Bucket{}, sourcev1.HelmChartKind: &sourcev1.HelmChart{},
+		kraanv1.ExternalArtifactKind: &sourcev1.ExternalArtifact{},
 	} {
 		fluxWatches = append(fluxWatches, kit.OptionalWatch{Object: src,
 			Handler: handler.EnqueueRequestsFromMapFunc(r.requestsForChartSource(kind)), Predicates: []predicate.Predicate{artifactChanged{}}})

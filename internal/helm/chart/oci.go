@@ -62,14 +62,7 @@ func (f *Fetcher) fetchOCI(ctx context.Context, r *Repository, name, constraint 
 	if err != nil {
 		return nil, err
 	}
-	pulled := v.(*ociPull)
-	res, err := resultFromArchive(pulled.archive, "oci://"+ref)
-	if err != nil {
-		return nil, err
-	}
-	res.ManifestDigest = pulled.manifestDigest
-	res.SourceRevision = pulled.manifestDigest
-	return res, nil
+	return v.(*ociPull).result("oci://" + ref)
 }
 
 // fetchOCIRef pulls chart name by tag or digest, without listing the
@@ -98,13 +91,7 @@ func (f *Fetcher) fetchOCIRef(ctx context.Context, r *Repository, name string, r
 	if ref.Digest != "" && pulled.manifestDigest != ref.Digest {
 		return nil, fmt.Errorf("oci://%s: the registry answered with manifest %s", full, pulled.manifestDigest)
 	}
-	res, err := resultFromArchive(pulled.archive, "oci://"+full)
-	if err != nil {
-		return nil, err
-	}
-	res.ManifestDigest = pulled.manifestDigest
-	res.SourceRevision = pulled.manifestDigest
-	return res, nil
+	return pulled.result("oci://" + full)
 }
 
 // IsChartLayerMediaType says whether a layer of that media type is a Helm
@@ -117,6 +104,18 @@ func IsChartLayerMediaType(mediaType string) bool {
 type ociPull struct {
 	archive        *archive
 	manifestDigest string
+}
+
+// result is the pulled chart, loaded, as the reference url names it; the
+// manifest digest is its source revision.
+func (p *ociPull) result(url string) (*Result, error) {
+	res, err := resultFromArchive(p.archive, url)
+	if err != nil {
+		return nil, err
+	}
+	res.ManifestDigest = p.manifestDigest
+	res.SourceRevision = p.manifestDigest
+	return res, nil
 }
 
 // ociBase is the OCI repository of chart name: <url>/<name>, no scheme.
