@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
@@ -303,7 +304,7 @@ type ArtifactSource interface {
 // returns where it is and its revision.
 func (s *SourceCharts) artifactDir(ctx context.Context, obj ArtifactSource, key client.ObjectKey) (string, string, error) {
 	if err := s.getSource(ctx, key, obj); err != nil {
-		return "", "", sourceReadError(fmt.Sprintf("%T", obj), key, err)
+		return "", "", sourceReadError(reflect.TypeOf(obj).Elem().Name(), key, err)
 	}
 	artifact := obj.GetArtifact()
 	if artifact == nil {

@@ -185,6 +185,16 @@ func TestOLM_UpgradeLeavesReleasesAlone(t *testing.T) {
 // knowing OLM's kinds.
 func setUpOLM(t *testing.T) client.Client {
 	t.Helper()
+	c := setUpOLMWithoutFlux(t)
+	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{tool(t, "KRAAN_SOURCE_CRDS")}, ErrorIfPathMissing: true})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// setUpOLMWithoutFlux installs OLM's CRDs and creates OLM's namespaces, as
+// on a cluster where OLM is all there is (an earlier test may have done so).
+func setUpOLMWithoutFlux(t *testing.T) client.Client {
+	t.Helper()
 	g := NewWithT(t)
 	g.Expect(operatorsv1alpha1.AddToScheme(testenv.Scheme)).To(Succeed())
 	g.Expect(operatorsv1.AddToScheme(testenv.Scheme)).To(Succeed())
@@ -196,10 +206,9 @@ func setUpOLM(t *testing.T) client.Client {
 		crds.Operator(), crds.Subscription(), crds.OperatorCondition(), crds.OLMConfig(),
 	}})
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{tool(t, "KRAAN_SOURCE_CRDS")}, ErrorIfPathMissing: true})
-	g.Expect(err).NotTo(HaveOccurred())
 	for _, ns := range []string{olmNS, operatorsNS} {
-		g.Expect(c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		g.Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
 	}
 	return c
 }
