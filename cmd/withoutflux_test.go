@@ -11,6 +11,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,7 +87,7 @@ func TestRun_WithoutFlux_EveryObjectSaysSo(t *testing.T) {
 	// the range allows, by semver over the registry's tags, then the tag
 	// the spec names next.
 	registry := chartrepo.NewOCIRegistry(t)
-	registry.Push(chartrepo.ChartDir("small"), "0.1.0", "0.1.1", "0.2.0")
+	registry.Push(chartrepo.ChartDir("small"), "0.1.0", "0.1.1", "0.2.0", "0.3.0")
 	fromOCI := &kraanv1.HelmRelease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "from-oci"},
 		Spec: kraanv1.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Hour},
@@ -110,6 +112,19 @@ func TestRun_WithoutFlux_EveryObjectSaysSo(t *testing.T) {
 	fromOCI.Spec.Chart.Spec.Ref = &kraanv1.OCIRepositoryRef{Tag: "0.2.0"}
 	g.Expect(env.Client.Update(ctx, fromOCI)).To(Succeed())
 	g.Eventually(installed("0.2.0")).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fromOCI), fromOCI)).To(Succeed())
+	fromOCI.Spec.Chart.Spec.Ref = &kraanv1.OCIRepositoryRef{SemVer: ">0.2.0"}
+	g.Expect(env.Client.Update(ctx, fromOCI)).To(Succeed())
+	g.Eventually(installed("0.3.0")).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	// Deleting it uninstalls the release: Helm's records go.
+	g.Expect(env.Client.Delete(ctx, fromOCI)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		records := &corev1.SecretList{}
+		g.Expect(env.Client.List(ctx, records, client.InNamespace("default"),
+			client.MatchingLabels{"owner": "helm", "name": "from-oci"})).To(Succeed())
+		g.Expect(records.Items).To(BeEmpty())
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(fromOCI), fromOCI))).To(BeTrue())
+	}).WithTimeout(time.Minute).WithPolling(250*time.Millisecond).Should(Succeed(), "uninstalled without Flux")
 
 	g.Expect(testenv.InstallCRDs(env.Config)).To(Succeed())
 	g.Eventually(func(g Gomega) {
