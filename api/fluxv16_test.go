@@ -53,15 +53,7 @@ spec:
 func TestHelmRelease_AcceptsFluxV16Fields(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	flux := mustDecode(t, fluxV16Release)
-	converted, err := manifest.ConvertHelmRelease(flux)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(converted.Object["spec"]).To(Equal(flux.Object["spec"]), "conversion changed the spec")
-	g.Expect(env.Client.Create(ctx, converted)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, converted) })
-
-	got := &kraanv1.HelmRelease{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(converted), got)).To(Succeed())
+	got := convertAndCreate(t, fluxV16Release)
 	spec := got.Spec
 	g.Expect(spec.WaitStrategy).To(Equal(&kraanv1.WaitStrategy{Name: kraanv1.WaitStrategyPoller}))
 	g.Expect(spec.PostRenderStrategy).To(Equal(kraanv1.PostRenderStrategySeparate))
@@ -84,6 +76,24 @@ func TestHelmRelease_AcceptsFluxV16Fields(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(bare), got)).To(Succeed())
 	g.Expect(got.Spec.WaitStrategy).To(BeNil())
 	g.Expect(got.Spec.PostRenderStrategy).To(BeEmpty())
+}
+
+// convertAndCreate converts a Flux HelmRelease as a layer does, checks the
+// spec came through unchanged, creates it and returns it as the API server
+// stored it.
+func convertAndCreate(t *testing.T, doc string) *kraanv1.HelmRelease {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	flux := mustDecode(t, doc)
+	converted, err := manifest.ConvertHelmRelease(flux)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(converted.Object["spec"]).To(Equal(flux.Object["spec"]), "conversion changed the spec")
+	g.Expect(env.Client.Create(ctx, converted)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, converted) })
+	got := &kraanv1.HelmRelease{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(converted), got)).To(Succeed())
+	return got
 }
 
 // TestHelmRelease_StatusKeepsFluxV16Fields writes status.inventory,

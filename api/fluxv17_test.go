@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/manifest"
 )
 
 // fluxV17OCIRelease is a Flux helm-controller v1.7 HelmRelease whose chart
@@ -34,16 +33,7 @@ spec:
 // trip the rules that keep HelmChart-only fields out of an OCI template.
 func TestHelmRelease_AcceptsFluxV17OCIChart(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	flux := mustDecode(t, fluxV17OCIRelease)
-	converted, err := manifest.ConvertHelmRelease(flux)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(converted.Object["spec"]).To(Equal(flux.Object["spec"]), "conversion changed the spec")
-	g.Expect(env.Client.Create(ctx, converted)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, converted) })
-
-	got := &kraanv1.HelmRelease{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(converted), got)).To(Succeed())
+	got := convertAndCreate(t, fluxV17OCIRelease)
 	g.Expect(got.Spec.Chart.IsOCI()).To(BeTrue())
 	g.Expect(got.Spec.Chart.Spec.URL).To(Equal("oci://ghcr.io/stefanprodan/charts/podinfo"))
 	g.Expect(got.Spec.Chart.Spec.Ref).To(Equal(&kraanv1.OCIRepositoryRef{Tag: "6.9.0"}))
@@ -53,5 +43,5 @@ func TestHelmRelease_AcceptsFluxV17OCIChart(t *testing.T) {
 
 	every := mustDecode(t, validOCIRelease)
 	every.SetName("podinfo-every-field")
-	g.Expect(env.Client.Create(ctx, every, client.DryRunAll)).To(Succeed())
+	g.Expect(env.Client.Create(context.Background(), every, client.DryRunAll)).To(Succeed())
 }
