@@ -21,7 +21,8 @@ type featureGates struct {
 // knownGates are the gates --feature-gates accepts, each with a setter.
 func (f featureGates) knownGates() map[string]func(bool) {
 	return map[string]func(bool){
-		defaults.UseHelm3DefaultsGate: func(on bool) { f.helmDefaults.UseHelm3 = on },
+		defaults.UseHelm3DefaultsGate:               func(on bool) { f.helmDefaults.UseHelm3 = on },
+		defaults.CancelHealthCheckOnNewRevisionGate: func(on bool) { f.helmDefaults.KeepWaitOnNewRevision = !on },
 	}
 }
 
@@ -29,7 +30,8 @@ func (f featureGates) String() string {
 	if f.helmDefaults == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s=%t", defaults.UseHelm3DefaultsGate, f.helmDefaults.UseHelm3)
+	return fmt.Sprintf("%s=%t,%s=%t", defaults.UseHelm3DefaultsGate, f.helmDefaults.UseHelm3,
+		defaults.CancelHealthCheckOnNewRevisionGate, !f.helmDefaults.KeepWaitOnNewRevision)
 }
 
 func (f featureGates) Set(s string) error {

@@ -113,8 +113,13 @@ func TestParseOptions_FeatureGates(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(opts.helmDefaults.UseHelm3).To(BeFalse(), "the last one wins, as with any flag")
 
+	g.Expect(opts.helmDefaults.KeepWaitOnNewRevision).To(BeFalse(), "a newer revision cancels a wait unless asked")
+	opts, err = parseOptions([]string{"--feature-gates=CancelHealthCheckOnNewRevision=false"}, io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.helmDefaults.KeepWaitOnNewRevision).To(BeTrue())
+
 	_, err = parseOptions([]string{"--feature-gates=UseHelm3Default=true"}, io.Discard)
-	g.Expect(err).To(MatchError(ContainSubstring(`unknown feature gate "UseHelm3Default"; known gates: UseHelm3Defaults`)))
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown feature gate "UseHelm3Default"; known gates: CancelHealthCheckOnNewRevision, UseHelm3Defaults`)))
 	_, err = parseOptions([]string{"--feature-gates=UseHelm3Defaults"}, io.Discard)
 	g.Expect(err).To(MatchError(ContainSubstring("feature gate UseHelm3Defaults wants =true or =false")))
 }

@@ -18,6 +18,11 @@ import (
 // --feature-gates=UseHelm3Defaults=true.
 const UseHelm3DefaultsGate = "UseHelm3Defaults"
 
+// CancelHealthCheckOnNewRevisionGate is Flux 2.8's gate, on by default here:
+// a newer revision of a HelmRelease's spec ends the wait of the action going
+// on, which then goes straight to the newer spec (see Defaults.KeepWaitOnNewRevision).
+const CancelHealthCheckOnNewRevisionGate = "CancelHealthCheckOnNewRevision"
+
 // ApplyMethodServerSide is the apply method Helm 4 records on a revision it
 // applied server-side (the release record's apply_method); any other value,
 // empty included, is client-side.
@@ -29,6 +34,15 @@ type Defaults struct {
 	// UseHelm3 is the UseHelm3Defaults feature gate: unset fields take Helm
 	// 3's behaviour.
 	UseHelm3 bool
+	// KeepWaitOnNewRevision is CancelHealthCheckOnNewRevision=false: an
+	// action waits for its objects until they are ready or its timeout,
+	// even when the spec changed meanwhile. Off, the default, a newer
+	// generation ends the wait: the revision is marked interrupted (not a
+	// failure: no remediation, nothing counted) and the newer spec is
+	// applied at once. It is safe because nothing is undone: no rollback,
+	// no uninstall; the next revision is what the user asked for last, and
+	// its own wait judges it.
+	KeepWaitOnNewRevision bool
 }
 
 // WaitStrategy is spec.waitStrategy.name, or poller (legacy under the gate).

@@ -150,6 +150,12 @@ func init() {
 // (watchingClient); pause, when set, is called when a wait starts and
 // returns what to call when it ends.
 func (e *Engine) configFor(target Target, log slog.Handler, pause func() func()) (*action.Configuration, error) {
+	return e.configWith(target, log, pause, nil)
+}
+
+// configWith is configFor whose waits also end, with ErrWaitSuperseded, once
+// superseded is closed.
+func (e *Engine) configWith(target Target, log slog.Handler, pause func() func(), superseded <-chan struct{}) (*action.Configuration, error) {
 	cc, err := e.clientsFor(target)
 	if err != nil {
 		return nil, err
@@ -190,8 +196,8 @@ func (e *Engine) configFor(target Target, log slog.Handler, pause func() func())
 	if err != nil {
 		return nil, err
 	}
-	watching := &watchingClient{Client: kc, tracker: tracker, pause: pause, apis: apis, strategy: target.WaitStrategy,
-		healthChecks: target.HealthCheckExprs, dynamic: dyn}
+	watching := &watchingClient{Client: kc, tracker: tracker, pause: pause, superseded: superseded, apis: apis,
+		strategy: target.WaitStrategy, healthChecks: target.HealthCheckExprs, dynamic: dyn}
 	// Nothing of Helm's may wait: its client's own waiter is ours too.
 	kc.Waiter = &engineWaiter{client: watching}
 	cfg.KubeClient = target.Bounds.guard(&owningClient{watchingClient: watching, owner: releaseOwner{name: target.ReleaseName, namespace: target.Namespace}})

@@ -44,6 +44,13 @@ type Request struct {
 	// wait ends. The controller lends the run's slot to other releases
 	// meanwhile.
 	Pause func() (resume func())
+	// WaitSuperseded, when closed, ends the wait of the action going on
+	// with ErrWaitSuperseded: a newer desired state arrived, and waiting
+	// for this one to become ready would only delay it (Flux 2.8's
+	// CancelHealthCheckOnNewRevision). The revision is then left failed and
+	// marked interrupted, not counted and not remediated, and the run ends;
+	// the caller starts the next with the newer state.
+	WaitSuperseded <-chan struct{}
 	// Force upgrades a release that is in sync, once (Flux's
 	// reconcile.fluxcd.io/forceAt).
 	Force bool
@@ -130,7 +137,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 	known := req.StorageEmpty
 	for range maxSteps {
 		logs := &logTail{redactor: req.Redactor}
-		cfg, err := e.configFor(req.Target, logs.handler(logr.FromContextOrDiscard(ctx)), req.Pause)
+		cfg, err := e.configWith(req.Target, logs.handler(logr.FromContextOrDiscard(ctx)), req.Pause, req.WaitSuperseded)
 		if err != nil {
 			return res, err
 		}
@@ -220,6 +227,18 @@ func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Pol
 		res.Latest = after.Latest
 		// taken.Err is redacted already, not what writing the record said.
 		return true, req.Redactor.Error(err)
+	}
+	if errors.Is(taken.Err, ErrWaitSuperseded) {
+		// A newer desired state cut the wait short: the revision Helm left
+		// failed is marked interrupted, so that the next run takes it to the
+		// newer state without remediation, and nothing is counted.
+		res.Latest = after.Latest
+		if latest := after.Latest; !unchanged && latest != nil && latest.Info != nil && latest.Info.Status == rcommon.StatusFailed {
+			if err := markInterrupted(cfg, latest, pendingStatusOf(taken.Action)); err != nil {
+				return true, fmt.Errorf("marking release %s revision %d as superseded: %w", latest.Name, latest.Version, err)
+			}
+		}
+		return true, taken.Err
 	}
 	if !unchanged || taken.Action == ActionTest {
 		// A failed release counts against the retries. A failed test is
@@ -464,6 +483,17 @@ func markInterrupted(cfg *action.Configuration, rel *release.Release, was rcommo
 	}
 	rel.Labels[InterruptedLabel] = was.String()
 	return cfg.Releases.Update(rel)
+}
+
+// pendingStatusOf is the status a revision is in while action waits.
+func pendingStatusOf(action Action) rcommon.Status {
+	switch action {
+	case ActionInstall:
+		return rcommon.StatusPendingInstall
+	case ActionRollback:
+		return rcommon.StatusPendingRollback
+	}
+	return rcommon.StatusPendingUpgrade
 }
 
 // countFailure counts a failed install or upgrade. A failed test counts

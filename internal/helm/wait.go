@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -39,6 +40,8 @@ type watchingClient struct {
 	*kube.Client
 	tracker *rollout.Tracker
 	pause   func() (resume func())
+	// superseded, when closed, ends a wait with ErrWaitSuperseded.
+	superseded <-chan struct{}
 	// apis is told when a wait included CRDs: the kinds they define are
 	// served from then on.
 	apis *servedAPIs
@@ -122,13 +125,32 @@ func (c *watchingClient) wait(resources kube.ResourceList, timeout time.Duration
 	}
 	// Not the reconcile's context: a wait cut short by the operator's
 	// shutdown would fail the release. The process ends instead, the
-	// revision stays pending, and the next process resumes the wait.
-	err := c.tracker.Wait(context.Background(), objs, timeout, c.waitOptions(jobs))
+	// revision stays pending, and the next process resumes the wait. Only a
+	// newer desired state ends it early (superseded).
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	if c.superseded != nil {
+		go func() {
+			select {
+			case <-c.superseded:
+				cancel(ErrWaitSuperseded)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	err := c.tracker.Wait(ctx, objs, timeout, c.waitOptions(jobs))
+	if errors.Is(err, context.Canceled) && errors.Is(context.Cause(ctx), ErrWaitSuperseded) {
+		err = ErrWaitSuperseded
+	}
 	if c.apis != nil && slices.ContainsFunc(objs, func(o rollout.Object) bool { return o.Kind == "CustomResourceDefinition" }) {
 		c.apis.invalidate()
 	}
 	return err
 }
+
+// ErrWaitSuperseded ends a wait a newer desired state made pointless (see
+// Request.WaitSuperseded).
+var ErrWaitSuperseded = errors.New("the wait was cancelled: a newer revision of the spec arrived and is applied next")
 
 // waitOptions are the tracker's options of a wait, with jobs or not: under
 // WaitPoller every object the wait hands is judged by kstatus or its kind's

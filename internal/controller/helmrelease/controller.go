@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -155,13 +156,30 @@ type Reconciler struct {
 // resource, unless releases run as a service account (serviceAccountName).
 // +kubebuilder:rbac:groups=*,resources=*,verbs=*
 
+// supersedeWait ends the wait of the run going on for key when the
+// HelmRelease has a newer generation than the run is for (Flux 2.8's
+// CancelHealthCheckOnNewRevision, on unless the gate turns it off): the
+// revision it waits for is marked interrupted, and the run's end re-queues
+// the release, which then applies the newer spec.
+func (r *Reconciler) supersedeWait(ctx context.Context, key types.NamespacedName) {
+	hr := &kraanv1.HelmRelease{}
+	if err := r.Get(ctx, key, hr); err != nil {
+		return
+	}
+	if r.runs.supersede(key, hr.Generation) {
+		ctrl.LoggerFrom(ctx).Info("A newer generation arrived during a Helm wait: the wait ends, the newer spec is applied next",
+			"generation", hr.Generation)
+	}
+}
+
 // Reconcile brings one HelmRelease towards its desired state: get, then the
 // deferred summary and status patch, deletion, finalizer, suspend, and the
 // steps.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	if r.runs.active(req.NamespacedName) {
 		// Helm is at work on this release outside the workers; the end of
-		// its run re-queues it.
+		// its run re-queues it. A newer spec ends the run's wait.
+		r.supersedeWait(ctx, req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	hr, err := r.read(ctx, req.NamespacedName)

@@ -63,6 +63,10 @@ type run struct {
 	// the uninstall of a deleted release, which may wait for its objects to
 	// go for spec.uninstall.timeout (pause frees the run's slot meanwhile).
 	uninstall func(ctx context.Context, pause func() func()) error
+	// superseded is closed when a newer generation of the HelmRelease
+	// arrives while the run goes on: its action's wait ends (see
+	// helm.Request.WaitSuperseded). Nil: the run's wait is never cut short.
+	superseded chan struct{}
 
 	// set when the run ends
 	finished bool
@@ -84,6 +88,25 @@ func newRuns(concurrency int, grace time.Duration) *runs {
 		slots:     fair.NewSlots(slotsPerWorker * max(concurrency, 1)),
 		slotCount: slotsPerWorker * max(concurrency, 1),
 		ended:     make(chan event.GenericEvent, 1024),
+	}
+}
+
+// supersede ends the wait of key's run when generation is newer than the
+// one it runs for; an uninstall, and a run that may not be cut short, are
+// left alone.
+func (rs *runs) supersede(key types.NamespacedName, generation int64) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.byKey[key]
+	if r == nil || r.finished || r.superseded == nil || generation <= r.generation {
+		return false
+	}
+	select {
+	case <-r.superseded:
+		return false // already
+	default:
+		close(r.superseded)
+		return true
 	}
 }
 
@@ -169,6 +192,9 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 	}
 	rs.mu.Unlock()
 	req := r.request
+	if r.superseded != nil && r.uninstall == nil {
+		req.WaitSuperseded = r.superseded
+	}
 	if progress != nil {
 		req.BeforeAction = func(ctx context.Context, action helm.Action) { progress.report(ctx, action) }
 	}
@@ -331,6 +357,9 @@ func (r *Reconciler) startRun(ctx context.Context, sc *releaseScope) {
 	key := ctrlKey(hr)
 	run := &run{key: key, attempt: attemptOf(hr, sc.desired), desired: sc.desired, sourceRevision: sc.sourceRevision,
 		generation: hr.Generation, handledReconcileAt: hr.Annotations[requestedAtAnnotation]}
+	if !r.HelmDefaults.KeepWaitOnNewRevision {
+		run.superseded = make(chan struct{})
+	}
 	force := handleRequest(hr, forceAtAnnotation, &hr.Status.LastHandledForceAt)
 	reset := handleRequest(hr, resetAtAnnotation, &hr.Status.LastHandledResetAt)
 	run.handledForceAt, run.handledResetAt = hr.Status.LastHandledForceAt, hr.Status.LastHandledResetAt

@@ -73,3 +73,32 @@ func TestRuns_StopCancelsRunsWaitingForASlot(t *testing.T) {
 	}()
 	g.Eventually(requeued).Should(BeClosed(), "a re-queue after the stop blocked")
 }
+
+// TestRuns_SupersedeEndsOnlyAnOlderRunsWait: a newer generation closes the
+// run's WaitSuperseded once; the same or an older generation, a finished run,
+// an uninstall and a run that may not be cut short (the gate off) are left
+// alone.
+func TestRuns_SupersedeEndsOnlyAnOlderRunsWait(t *testing.T) {
+	g := NewWithT(t)
+	rs := newRuns(1, time.Second)
+	key := types.NamespacedName{Namespace: "team", Name: "app"}
+	r := &run{key: key, generation: 2, superseded: make(chan struct{})}
+	rs.byKey[key] = r
+	g.Expect(rs.supersede(key, 2)).To(BeFalse(), "the generation it runs for")
+	g.Expect(rs.supersede(key, 1)).To(BeFalse(), "an older one")
+	g.Expect(rs.supersede(key, 3)).To(BeTrue())
+	g.Expect(r.superseded).To(BeClosed())
+	g.Expect(rs.supersede(key, 4)).To(BeFalse(), "closed once")
+
+	for name, other := range map[string]*run{
+		"finished":    {key: key, generation: 2, superseded: make(chan struct{}), finished: true},
+		"gate off":    {key: key, generation: 2},
+		"no such run": nil,
+	} {
+		delete(rs.byKey, key)
+		if other != nil {
+			rs.byKey[key] = other
+		}
+		g.Expect(rs.supersede(key, 3)).To(BeFalse(), name)
+	}
+}

@@ -80,6 +80,34 @@ func TestRollout_NeverReadyDeploymentFailsAtTimeoutAndIsRemediated(t *testing.T)
 	g.Expect(deployment(g, ns, "never").Spec.Template.Spec.NodeSelector).To(BeEmpty(), "rolled back")
 }
 
+// TestRollout_NewGenerationEndsAWait: Flux 2.8's
+// CancelHealthCheckOnNewRevision, on by default. An install waits for pods
+// that fit no node, with a timeout of 10 minutes; a new spec that lets them
+// run ends that wait at once: the release is Ready with the new spec well
+// within the test's deadline (3 minutes, so the old wait did not run out),
+// the cut-short revision is neither counted as a failure nor remediated (no
+// uninstall of the first install, no rollback).
+func TestRollout_NewGenerationEndsAWait(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newRepository(t, ns)
+	newRelease(t, ns, "superseded", "small", withVersion("0.1.0"),
+		withValues(map[string]any{"nodeSelector": map[string]any{"e2e.kraan.io/no-such-node": "x"}}),
+		func(hr *kraanv1.HelmRelease) { hr.Spec.Timeout = &metav1.Duration{Duration: 10 * time.Minute} })
+	g.Eventually(func(g Gomega) {
+		g.Expect(helmRevisions(g, ns, "superseded")).To(Equal([]string{"1=pending-install"}))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the install waits for its pods")
+
+	update(t, ns, "superseded", func(hr *kraanv1.HelmRelease) { hr.Spec.Values = nil })
+	hr := readyAt(t, ns, "superseded")
+	g.Expect(hr.Status.InstallFailures).To(BeZero(), "a wait cut short is no failure")
+	g.Expect(condition(hr, kraanv1.RemediatedCondition)).To(BeNil(), "nothing was remediated")
+	revisions := helmRevisions(g, ns, "superseded")
+	g.Expect(revisions).To(HaveLen(2), "the cut-short install and the upgrade to the new spec: %v", revisions)
+	g.Expect(revisions).To(ContainElement("2=deployed"))
+	g.Expect(deployment(g, ns, "superseded").Spec.Template.Spec.NodeSelector).To(BeEmpty())
+}
+
 // TestRollout_DisableWaitIsReadyWithoutWaiting: with disableWait the release
 // is Ready as soon as Helm has applied it, though its pods fit no node.
 func TestRollout_DisableWaitIsReadyWithoutWaiting(t *testing.T) {
