@@ -6,6 +6,7 @@ package helmrelease
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -144,6 +145,9 @@ type Reconciler struct {
 	// floor raises the periods a release asks for (spec.interval, the
 	// strategies' retryInterval) to --min-reconcile-interval.
 	floor *kit.IntervalFloor
+	// fluxKindMissing is when this process last found Flux's HelmRelease
+	// kind not served (Unix nanoseconds; 0: served, or not asked yet).
+	fluxKindMissing atomic.Int64
 }
 
 // +kubebuilder:rbac:groups=kraan.io,resources=helmreleases,verbs=get;list;watch;create;update;patch;delete

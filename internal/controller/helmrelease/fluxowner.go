@@ -3,6 +3,7 @@ package helmrelease
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -23,12 +24,18 @@ import (
 // take-over. Flux's HelmReleases are read when a Helm action is due only,
 // uncached, from the HelmRelease's own namespace (where a migrated one's
 // Flux twin lives) and the release's storage namespace (where Flux keeps
-// the records of a HelmRelease of that namespace); a cluster without
-// Flux's CRD costs a failed read. Remote clusters are not checked: their
-// Flux is not this cluster's.
+// the records of a HelmRelease of that namespace). On a cluster without
+// Flux's CRD each read is a discovery request of the missing group, so its
+// absence is remembered for kit.OptionalWatchInterval: at most one such
+// request per interval for the whole process, not two per Helm action (the
+// bench of 2026-12-06 counted 1985 for 1000 releases). Remote clusters are
+// not checked: their Flux is not this cluster's.
 func (r *Reconciler) awaitFluxHandover(ctx context.Context, namespace string, target helm.Target) error {
 	if target.Cluster != nil {
 		return nil
+	}
+	if at := r.fluxKindMissing.Load(); at != 0 && time.Since(time.Unix(0, at)) < kit.OptionalWatchInterval {
+		return nil // no Flux here, seen a moment ago
 	}
 	namespaces := []string{namespace}
 	if target.StorageNamespace != namespace {
@@ -42,6 +49,7 @@ func (r *Reconciler) awaitFluxHandover(ctx context.Context, namespace string, ta
 		err := r.APIReader.List(ctx, list, client.InNamespace(ns))
 		switch {
 		case apimeta.IsNoMatchError(err), apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err):
+			r.fluxKindMissing.Store(time.Now().UnixNano())
 			return nil // no Flux here
 		case err != nil:
 			// Unknown is not "Flux manages it": the operator's own checks
@@ -51,6 +59,7 @@ func (r *Reconciler) awaitFluxHandover(ctx context.Context, namespace string, ta
 		}
 		items = append(items, list.Items...)
 	}
+	r.fluxKindMissing.Store(0)
 	for i := range items {
 		flux := &items[i]
 		name, storage, active := releasespec.FluxRelease(flux)
