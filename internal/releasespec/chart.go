@@ -118,7 +118,7 @@ func sourceOf(hr *kraanv1.HelmRelease) string {
 		return fmt.Sprintf("%s %s", ref.Kind, Namespaced(ref.Namespace, hr.Namespace, ref.Name))
 	}
 	if hr.Spec.Chart.IsOCI() {
-		return "chart " + hr.Spec.Chart.Spec.URL
+		return ociChartName(hr.Spec.Chart.Spec.URL)
 	}
 	ref := hr.Spec.Chart.Spec.SourceRef
 	return fmt.Sprintf("%s %s", ref.Kind, Namespaced(ref.Namespace, hr.Namespace, ref.Name))

@@ -82,13 +82,28 @@ func selectVersion(req *chart.Request, ref *kraanv1.OCIRepositoryRef) {
 	}
 }
 
+// ociChartName is how messages name a chart at spec.chart.spec.url: the URL
+// without any credentials in it (admission does not refuse them; the fetch
+// does, see splitOCIChartURL).
+func ociChartName(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		u.User = nil
+		return "chart " + u.String()
+	}
+	return "the chart at spec.chart.spec.url"
+}
+
 // splitOCIChartURL splits oci://<registry>/<path>/<chart> into the
 // repository URL (oci://<registry>/<path>) and the chart's name. The version
 // is spec.chart.spec.ref, never part of the URL.
 func splitOCIChartURL(raw string) (repoURL, name string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", "", err
+		return "", "", errors.New("not a URL: oci://<registry>/<path>/<chart>") // the parser's error quotes the URL
+	}
+	if u.User != nil {
+		// Never echoed: what is before the @ may be a password.
+		return "", "", errors.New("the URL holds credentials: give them in spec.chart.spec.secretRef")
 	}
 	if u.Scheme != "oci" || u.Host == "" {
 		return "", "", fmt.Errorf("%q is not oci://<registry>/<path>/<chart>", raw)

@@ -26,8 +26,13 @@ func TestSplitOCIChartURL(t *testing.T) {
 		"oci://ghcr.io/x/podinfo:6.9.0":          "goes in spec.chart.spec.ref",
 		"oci://ghcr.io/x/podinfo@sha256:abcdef0": "goes in spec.chart.spec.ref",
 		"oci:///podinfo":                         "is not oci://",
+		"oci://bob:s3cret@ghcr.io/x/podinfo":     "the URL holds credentials: give them in spec.chart.spec.secretRef",
+		"oci://s3cret@ghcr.io/x/podinfo":         "the URL holds credentials",
 	} {
 		_, _, err := splitOCIChartURL(raw)
 		NewWithT(t).Expect(err).To(MatchError(ContainSubstring(want)), raw)
+		NewWithT(t).Expect(err.Error()).NotTo(ContainSubstring("s3cret"), raw)
 	}
+	// Messages naming the chart never carry a password.
+	NewWithT(t).Expect(ociChartName("oci://bob:s3cret@ghcr.io/x/podinfo")).To(Equal("chart oci://ghcr.io/x/podinfo"))
 }

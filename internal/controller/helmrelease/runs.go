@@ -192,9 +192,6 @@ func (rs *runs) launch(ctx context.Context, engine *helm.Engine, r *run, progres
 	}
 	rs.mu.Unlock()
 	req := r.request
-	if r.superseded != nil && r.uninstall == nil {
-		req.WaitSuperseded = r.superseded
-	}
 	if progress != nil {
 		req.BeforeAction = func(ctx context.Context, action helm.Action) { progress.report(ctx, action) }
 	}
@@ -358,6 +355,7 @@ func (r *Reconciler) startRun(ctx context.Context, sc *releaseScope) {
 	run := &run{key: key, attempt: attemptOf(hr, sc.desired), desired: sc.desired, sourceRevision: sc.sourceRevision,
 		generation: hr.Generation, handledReconcileAt: hr.Annotations[requestedAtAnnotation]}
 	if !r.HelmDefaults.KeepWaitOnNewRevision {
+		// An uninstall's run (delete.go) never has one: it is not cut short.
 		run.superseded = make(chan struct{})
 	}
 	force := handleRequest(hr, forceAtAnnotation, &hr.Status.LastHandledForceAt)
@@ -381,7 +379,8 @@ func (r *Reconciler) startRun(ctx context.Context, sc *releaseScope) {
 		Redactor:     &redactor,
 		ReinstallOnChartNameChange: r.HelmDefaults.ChartNameChangeStrategy(&hr.Spec) ==
 			kraanv1.ChartNameChangeStrategyReinstall,
-		Apply: applyMethodsOf(r.HelmDefaults, &hr.Spec),
+		Apply:          applyMethodsOf(r.HelmDefaults, &hr.Spec),
+		WaitSuperseded: run.superseded,
 	}
 	sc.starting = run
 	ctrl.LoggerFrom(ctx).V(1).Info("Starting a Helm run", "attempt", run.attempt)

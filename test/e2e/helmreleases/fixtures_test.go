@@ -59,6 +59,10 @@ func withValues(values map[string]any) releaseOption {
 	return func(hr *kraanv1.HelmRelease) { hr.Spec.Values = toJSON(values) }
 }
 
+// unschedulablePods are values whose pods fit no node of the plane: a
+// release that waits for them waits until its timeout.
+var unschedulablePods = map[string]any{"nodeSelector": map[string]any{"e2e.kraan.io/no-such-node": "x"}}
+
 func withVersion(version string) releaseOption {
 	return func(hr *kraanv1.HelmRelease) { hr.Spec.Chart.Spec.Version = version }
 }

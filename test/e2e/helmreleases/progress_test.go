@@ -69,7 +69,7 @@ func TestHelmRelease_FailedFirstInstallSaysInstallFailed(t *testing.T) {
 	ns := newNamespace(t)
 	newRepository(t, ns)
 	newRelease(t, ns, "never", "small", withVersion("0.1.0"),
-		withValues(map[string]any{"nodeSelector": map[string]any{"e2e.kraan.io/no-such-node": "x"}}),
+		withValues(unschedulablePods),
 		func(hr *kraanv1.HelmRelease) { hr.Spec.Timeout = &metav1.Duration{Duration: 3 * time.Second} })
 	g.Eventually(func(g Gomega) {
 		hr := get(g, ns, "never")

@@ -60,7 +60,7 @@ func TestRollout_NeverReadyDeploymentFailsAtTimeoutAndIsRemediated(t *testing.T)
 	readyAt(t, ns, "never")
 
 	update(t, ns, "never", func(hr *kraanv1.HelmRelease) {
-		hr.Spec.Values = toJSON(map[string]any{"nodeSelector": map[string]any{"e2e.kraan.io/no-such-node": "x"}})
+		hr.Spec.Values = toJSON(unschedulablePods)
 	})
 	var hr *kraanv1.HelmRelease
 	g.Eventually(func(g Gomega) {
@@ -92,7 +92,7 @@ func TestRollout_NewGenerationEndsAWait(t *testing.T) {
 	ns := newNamespace(t)
 	newRepository(t, ns)
 	newRelease(t, ns, "superseded", "small", withVersion("0.1.0"),
-		withValues(map[string]any{"nodeSelector": map[string]any{"e2e.kraan.io/no-such-node": "x"}}),
+		withValues(unschedulablePods),
 		func(hr *kraanv1.HelmRelease) { hr.Spec.Timeout = &metav1.Duration{Duration: 10 * time.Minute} })
 	g.Eventually(func(g Gomega) {
 		g.Expect(helmRevisions(g, ns, "superseded")).To(Equal([]string{"1=pending-install"}))
@@ -115,7 +115,7 @@ func TestRollout_DisableWaitIsReadyWithoutWaiting(t *testing.T) {
 	ns := newNamespace(t)
 	newRepository(t, ns)
 	newRelease(t, ns, "nowait", "small", withVersion("0.1.0"),
-		withValues(map[string]any{"nodeSelector": map[string]any{"e2e.kraan.io/no-such-node": "x"}}),
+		withValues(unschedulablePods),
 		func(hr *kraanv1.HelmRelease) {
 			hr.Spec.Install = &kraanv1.Install{ActionOptions: kraanv1.ActionOptions{DisableWait: true}}
 			hr.Spec.Timeout = &metav1.Duration{Duration: 10 * time.Minute}
