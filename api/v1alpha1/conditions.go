@@ -38,6 +38,37 @@ const (
 	DriftedCondition = "Drifted"
 )
 
+// Condition types of the chart-backed kinds (Habitat and every kind of
+// watches.yaml), besides Ready and Stalled: the Helm operator of Operator
+// SDK's four, so that what was written for it reads ours. Its Deployed is
+// DeployedCondition: one word, one constant.
+const (
+	// InitializedCondition is True once the operator has seen the object.
+	InitializedCondition = "Initialized"
+	// ReleaseFailedCondition is True when the last install, upgrade or
+	// uninstall of the object's release failed.
+	ReleaseFailedCondition = "ReleaseFailed"
+	// IrreconcilableCondition is True when the object's values cannot be
+	// read or its release cannot be reconciled without a change.
+	IrreconcilableCondition = "Irreconcilable"
+)
+
+// Reasons of the chart-backed kinds' conditions; event reasons are the same
+// words.
+const (
+	ReasonReconciling        = "Reconciling"
+	ReasonInstallSuccessful  = "InstallSuccessful"
+	ReasonUpgradeSuccessful  = "UpgradeSuccessful"
+	ReasonNotDeployed        = "NotDeployed"
+	ReasonInstallError       = "InstallError"
+	ReasonUpgradeError       = "UpgradeError"
+	ReasonRollbackError      = "RollbackError"
+	ReasonUninstallError     = "UninstallError"
+	ReasonReleaseSucceeded   = "ReleaseSucceeded"
+	ReasonErrorGettingValues = "ErrorGettingValues"
+	ReasonReconcilable       = "Reconcilable"
+)
+
 // AddonsLayer condition reasons, equal to the event reasons. ArtifactFailed
 // is the HelmRelease's reason too: a source artifact that could not be
 // fetched or verified.

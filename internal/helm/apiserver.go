@@ -53,9 +53,16 @@ type APIServerInterruptedError struct {
 	Action   Action
 	Revision int
 	Err      error
+	// Stopped: the operator stopped, not the API server (the run's context
+	// was cancelled once the Helm runs' grace period was over).
+	Stopped bool
 }
 
 func (e *APIServerInterruptedError) Error() string {
+	if e.Stopped {
+		return fmt.Sprintf("the operator stopped part-way through revision %d's %s, after the Helm runs' grace period; the next attempt is not counted as a retry: %v",
+			e.Revision, e.Action, e.Err)
+	}
 	return fmt.Sprintf("the API server did not serve the %s part-way through revision %d; the next attempt, with back-off, is not counted as a retry: %v",
 		e.Action, e.Revision, e.Err)
 }
@@ -63,10 +70,13 @@ func (e *APIServerInterruptedError) Error() string {
 func (e *APIServerInterruptedError) Unwrap() error { return e.Err }
 
 // interruptedByAPIServer marks latest, the revision a failed install or
-// upgrade left, as interrupted when the API server caused the failure, and
-// returns the error Run stops with; nil when that is not what happened.
-func interruptedByAPIServer(cfg *action.Configuration, taken ActionTaken, before, latest *release.Release) error {
-	if (taken.Action != ActionInstall && taken.Action != ActionUpgrade) || !apiServerUnavailable(taken.Err) ||
+// upgrade left, as interrupted when the API server caused the failure, or
+// the run's context ended (stopped: the operator stopped and the runs' grace
+// period is over), and returns the error Run stops with; nil when that is
+// not what happened.
+func interruptedByAPIServer(cfg *action.Configuration, taken ActionTaken, before, latest *release.Release, stopped bool) error {
+	cut := apiServerUnavailable(taken.Err) || (stopped && errors.Is(taken.Err, context.Canceled))
+	if (taken.Action != ActionInstall && taken.Action != ActionUpgrade) || !cut ||
 		latest == nil || latest.Info == nil || latest.Info.Status != rcommon.StatusFailed ||
 		(before != nil && latest.Version <= before.Version) {
 		return nil
@@ -81,5 +91,5 @@ func interruptedByAPIServer(cfg *action.Configuration, taken ActionTaken, before
 		// failed revision as after any failure, which at worst reinstalls.
 		err = errors.Join(err, fmt.Errorf("marking revision %d interrupted: %w", latest.Version, updateErr))
 	}
-	return &APIServerInterruptedError{Action: taken.Action, Revision: latest.Version, Err: err}
+	return &APIServerInterruptedError{Action: taken.Action, Revision: latest.Version, Err: err, Stopped: stopped}
 }

@@ -137,6 +137,49 @@ func TestEngine_Run_anActionTheAPIServerCutIsCompletedNotCounted(t *testing.T) {
 	}
 }
 
+// TestEngine_Run_anActionTheStopCutIsMarkedInterrupted: the operator stopped
+// and the Helm runs' grace period ended (internal/helmrun cancels the runs'
+// context) while an install was applying its objects. Helm marks the revision
+// failed; nothing about the release failed, so the engine marks it
+// interrupted, says the operator stopped, and counts no failure: the next
+// leader completes it in place.
+func TestEngine_Run_anActionTheStopCutIsMarkedInterrupted(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	fault := &writeTimeout{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = fault.wrap
+	engine, err := NewEngine(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(engine.Close)
+	g := NewWithT(t)
+	g.Expect(env.Client.Create(context.Background(), namespaceObject("cut-by-stop"))).To(Succeed())
+	req := interruptibleRequest(g, "cut-by-stop")
+	req.Spec.Install.Remediation = nil // Flux's default: no retries
+
+	ctx, stop := context.WithCancel(context.Background())
+	fault.cutWith(func() error { stop(); return context.Canceled })
+	fault.arm("services")
+	res, err := engine.Run(ctx, req)
+	g.Expect(fault.served.Load()).To(Equal(int32(1)), "the fault was not injected")
+	var cut *APIServerInterruptedError
+	g.Expect(errors.As(err, &cut)).To(BeTrue(), "run error: %v", err)
+	g.Expect(cut.Stopped).To(BeTrue())
+	g.Expect(err).To(MatchError(ContainSubstring("the operator stopped part-way through revision 1's install")))
+	g.Expect(res.Failures).To(Equal(Failures{}), "a stop counted against the retries")
+	g.Expect(Interrupted(res.Latest)).To(BeTrue(), "the revision is not marked interrupted")
+
+	res, err = engine.Run(context.Background(), req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Next).To(Equal(ActionNone))
+	g.Expect(req.Desired.Matches(res.Latest)).To(BeTrue())
+}
+
 // writeTimeout answers the next write of a resource, once armed, as
 // an overloaded kube-apiserver answers a request that outlived its timeout:
 // 504, reason Timeout, no Retry-After (so client-go does not retry it). Every
@@ -145,7 +188,12 @@ type writeTimeout struct {
 	resource atomic.Value // string
 	armed    atomic.Bool
 	served   atomic.Int32
+	// cut, when set, is what the cut write fails with instead of the 504.
+	cut atomic.Value // func() error
 }
+
+// cutWith has the cut write fail with what cut returns.
+func (f *writeTimeout) cutWith(cut func() error) { f.cut.Store(cut) }
 
 func (f *writeTimeout) arm(resource string) {
 	f.resource.Store("/" + resource)
@@ -160,6 +208,9 @@ func (f *writeTimeout) wrap(next http.RoundTripper) http.RoundTripper {
 			return next.RoundTrip(req)
 		}
 		f.served.Add(1)
+		if cut, _ := f.cut.Load().(func() error); cut != nil {
+			return nil, cut()
+		}
 		status := apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0).ErrStatus
 		status.APIVersion, status.Kind = "v1", "Status"
 		body, err := json.Marshal(status)

@@ -8,93 +8,15 @@ import (
 
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/postrenderer"
-	ri "helm.sh/helm/v4/pkg/release"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
-	"helm.sh/helm/v4/pkg/storage/driver"
 
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/redact"
 	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
 // maxSteps bounds the actions taken in one Run: a failed upgrade, its rollback
 // and the retry fit; anything longer returns to the controller, which requeues.
 const maxSteps = 4
-
-// Request is one reconciliation of a release.
-type Request struct {
-	Target   Target
-	Desired  Desired
-	Spec     *kraanv1.HelmReleaseSpec
-	Failures Failures
-	// PostRenderer, when set, changes what the chart rendered before Helm
-	// applies it on install and upgrade (owner references for chart-backed kinds).
-	PostRenderer postrenderer.PostRenderer
-	// BeforeAction, when set, is called before each action starts: the
-	// controller reports progress on the object while Helm works, which may
-	// take until the action's timeout.
-	BeforeAction func(ctx context.Context, action Action)
-	// Redactor, when set, masks secret values in Helm's log lines and in the
-	// errors of the actions, before they are logged or returned.
-	Redactor *redact.Redactor
-	// Pause, when set, is called when an action starts waiting for its
-	// objects to become ready; the function it returns is called when the
-	// wait ends. The controller lends the run's slot to other releases
-	// meanwhile.
-	Pause func() (resume func())
-	// WaitSuperseded, when closed, ends the wait of the action going on
-	// with ErrWaitSuperseded: a newer desired state arrived, and waiting
-	// for this one to become ready would only delay it (Flux 2.8's
-	// CancelHealthCheckOnNewRevision). The revision is then left failed and
-	// marked interrupted, not counted and not remediated, and the run ends;
-	// the caller starts the next with the newer state.
-	WaitSuperseded <-chan struct{}
-	// Force upgrades a release that is in sync, once (Flux's
-	// reconcile.fluxcd.io/forceAt).
-	Force bool
-	// StorageEmpty says the operator's cache holds no record of the release:
-	// the first action is planned without reading storage.
-	StorageEmpty bool
-	// Apply says how install, upgrade and rollback write the release's
-	// objects; the zero value applies client-side, as Helm 3 did.
-	Apply ApplyMethods
-	// ReinstallOnChartNameChange uninstalls a release whose newest revision
-	// was made from a chart of another name before installing the desired
-	// chart (spec.upgrade.chartNameChangeStrategy Reinstall); false upgrades
-	// it in place.
-	ReinstallOnChartNameChange bool
-}
-
-// ActionTaken is one Helm action the engine took in a run.
-type ActionTaken struct {
-	Action   Action
-	Err      error
-	Duration time.Duration
-	// LogTail is the end of Helm's log during the action: on a failed wait it
-	// names the object that was not ready and why.
-	LogTail []string
-	// Detail says what a successful action found, when that is news to the
-	// user: for an unlock, the revision an interrupted operation left pending.
-	Detail string
-	// Reinstall marks an uninstall taken because the chart name changed
-	// (Request.ReinstallOnChartNameChange), not to remediate a failure.
-	Reinstall bool
-}
-
-// Result is what Run did and what storage holds afterwards.
-type Result struct {
-	Taken []ActionTaken
-	// Next is the action planned after the last one taken: ActionNone when the
-	// release is in sync, ActionStalled when retries are exhausted.
-	Next     Action
-	Failures Failures
-	Latest   *release.Release
-	// WrittenOutside is the newest revision as the run found it, when another
-	// Helm client wrote it (see WrittenOutside): the controller reports it.
-	WrittenOutside *Revision
-}
 
 // observeRelease reads the release from storage (unless known) and adopts a
 // foreign revision. When storage cannot be read it returns obs as it was.
@@ -174,7 +96,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		if taken.Err == nil {
 			continue
 		}
-		if stop, err := e.afterFailure(cfg, req, policy, obs, taken, &res); stop {
+		if stop, err := e.afterFailure(ctx, cfg, req, policy, obs, taken, &res); stop {
 			return res, err
 		}
 	}
@@ -217,13 +139,13 @@ func reinstallDetail(req Request, obs Observation) string {
 // afterFailure looks at storage after a failed action, counts the failure when
 // it was a failed release, and says whether the run stops here, with which
 // error.
-func (e *Engine) afterFailure(cfg *action.Configuration, req Request, policy Policy, obs Observation, taken ActionTaken, res *Result) (bool, error) {
+func (e *Engine) afterFailure(ctx context.Context, cfg *action.Configuration, req Request, policy Policy, obs Observation, taken ActionTaken, res *Result) (bool, error) {
 	after, err := observe(cfg, req.Target.ReleaseName)
 	if err != nil {
 		return true, err
 	}
 	unchanged := sameRevision(obs.Latest, after.Latest)
-	if err := interruptedByAPIServer(cfg, taken, obs.Latest, after.Latest); err != nil {
+	if err := interruptedByAPIServer(cfg, taken, obs.Latest, after.Latest, ctx.Err() != nil); err != nil {
 		res.Latest = after.Latest
 		// taken.Err is redacted already, not what writing the record said.
 		return true, req.Redactor.Error(err)
@@ -367,94 +289,6 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 		installed = nil
 	}
 	return ActionTaken{Action: next, Err: err, Duration: time.Since(start), Detail: detail, Reinstall: reinstall}, installed
-}
-
-// install applies the chart's CRDs as the spec says, then installs.
-func (e *Engine) install(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, labels map[string]string) (*release.Release, error) {
-	if obs.Latest == nil {
-		// Only the install's own check: what comes after reads storage.
-		stored := cfg.Releases.Driver
-		cfg.Releases.Driver = noHistory{stored}
-		defer func() { cfg.Releases.Driver = stored }()
-	}
-	install := newInstall(cfg, req.Target, req.Spec, req.Apply, labels)
-	install.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
-	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err != nil {
-		return nil, err
-	}
-	c, done, err := e.sandboxed(ctx, cfg, req.Target, forPostRendering(req.Desired.Chart, install.PostRenderer), req.Desired.Values,
-		installRelease(install))
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	installed, err := install.RunWithContext(ctx, c, req.Desired.Values)
-	if err != nil {
-		return nil, err
-	}
-	return v1Release(installed)
-}
-
-// upgrade applies the chart's CRDs as the spec says, then upgrades.
-func (e *Engine) upgrade(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, labels map[string]string) error {
-	upgrade := newUpgrade(cfg, req.Target, req.Spec, req.Apply, obs.Latest, labels)
-	upgrade.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
-	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, upgradeCRDsPolicy(req.Spec)); err != nil {
-		return err
-	}
-	c, done, err := e.sandboxedUpgrade(ctx, cfg, upgrade, req.Target,
-		forPostRendering(req.Desired.Chart, upgrade.PostRenderer), req.Desired.Values, obs.Latest)
-	if err != nil {
-		return err
-	}
-	defer done()
-	_, err = upgrade.RunWithContext(ctx, req.Target.ReleaseName, c, req.Desired.Values)
-	return err
-}
-
-// noHistory answers Helm's install-time query of a release's history
-// ("is the name in use?") with none: storage was just read empty, or the
-// operator's cache vouches that it is. A record made meanwhile cannot be
-// overwritten either way: creating revision 1's Secret then fails with
-// AlreadyExists, nothing changes, and the install is tried again.
-type noHistory struct {
-	driver.Driver
-}
-
-func (noHistory) Query(map[string]string) ([]ri.Releaser, error) {
-	return nil, driver.ErrReleaseNotFound
-}
-
-// failureOf says why rel failed, from its description or its tests.
-func failureOf(rel *release.Release) string {
-	if rel.Info.Status == rcommon.StatusFailed {
-		return rel.Info.Description
-	}
-	return "a test hook failed"
-}
-
-// runTests runs the test hooks; a failed test is recorded in storage by Helm
-// (the hook's phase) and returned as an error.
-func runTests(cfg *action.Configuration, req Request) error {
-	tested, cleanup, err := newTest(cfg, req.Target, req.Spec).Run(req.Target.ReleaseName)
-	if cleanup != nil {
-		// Helm 4 leaves the deletion of the test hooks (their delete
-		// policies) to the caller, after it read their logs.
-		if cerr := cleanup(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		return err
-	}
-	rel, err := v1Release(tested)
-	if err != nil {
-		return err
-	}
-	if TestsFailed(rel) {
-		return errors.New("a test hook failed")
-	}
-	return nil
 }
 
 // unlock marks a release left pending by an interrupted operation as failed:

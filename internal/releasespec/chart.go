@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/source"
 )
 
@@ -147,7 +147,7 @@ func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (ch
 	}
 	spec := hr.Spec.Chart.Spec
 	if spec.SourceRef == nil {
-		return chart.Request{}, kit.Terminal(kraanv1.ReasonArtifactFailed, errors.New("spec.chart.spec.sourceRef is not set"))
+		return chart.Request{}, outcome.Terminal(kraanv1.ReasonArtifactFailed, errors.New("spec.chart.spec.sourceRef is not set"))
 	}
 	req := chart.NewRequest(spec)
 	key := Namespaced(spec.SourceRef.Namespace, hr.Namespace, spec.SourceRef.Name)
@@ -162,7 +162,7 @@ func (s *SourceCharts) request(ctx context.Context, hr *kraanv1.HelmRelease) (ch
 	case sourcev1.OCIRepositoryKind:
 		req.ArtifactDir, req.ArtifactRevision, err = s.artifactDir(ctx, &sourcev1.OCIRepository{}, key)
 	default:
-		err = kit.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("unsupported chart source kind %q", spec.SourceRef.Kind))
+		err = outcome.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("unsupported chart source kind %q", spec.SourceRef.Kind))
 	}
 	return req, err
 }
@@ -181,7 +181,7 @@ func (s *SourceCharts) Repository(ctx context.Context, key client.ObjectKey) (*c
 		r.Timeout = repo.Spec.Timeout.Duration
 	}
 	if err := unsupportedProvider(repo); err != nil {
-		return nil, interval, kit.Terminal(kraanv1.ReasonArtifactFailed, err)
+		return nil, interval, outcome.Terminal(kraanv1.ReasonArtifactFailed, err)
 	}
 	creds, err := s.repositoryCredentials(ctx, repo)
 	if err != nil {
@@ -290,7 +290,7 @@ func loginFromSecret(oci bool, url string, secret *corev1.Secret) (*chart.Creden
 
 // badRegistrySecret says which source field's Secret is wrong and why.
 func badRegistrySecret(rs registrySecrets, field string, secret *corev1.Secret, err error) error {
-	return kit.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("%s: %s %s: %w",
+	return outcome.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("%s: %s %s: %w",
 		rs.owner, field, client.ObjectKeyFromObject(secret), err))
 }
 
@@ -310,7 +310,7 @@ func (s *SourceCharts) artifactDir(ctx context.Context, obj ArtifactSource, key 
 	if artifact == nil {
 		// source-controller has not produced one yet; its next revision is
 		// a matter of its interval.
-		return "", "", kit.Waiting(kraanv1.ReasonArtifactFailed, SourceRetry, fmt.Errorf("source %s %w", key, ErrNoArtifact))
+		return "", "", outcome.Waiting(kraanv1.ReasonArtifactFailed, SourceRetry, fmt.Errorf("source %s %w", key, ErrNoArtifact))
 	}
 	dir, err := s.Artifacts.Fetch(ctx, source.FromFlux(artifact))
 	if err != nil {
@@ -331,7 +331,7 @@ func Namespaced(namespace, fallback, name string) client.ObjectKey {
 func sourceReadError(what string, key client.ObjectKey, err error) error {
 	err = fmt.Errorf("reading %s %s: %w", what, key, err)
 	if apierrors.IsNotFound(err) {
-		return kit.Waiting(kraanv1.ReasonArtifactFailed, SourceRetry, err)
+		return outcome.Waiting(kraanv1.ReasonArtifactFailed, SourceRetry, err)
 	}
 	return err
 }
@@ -342,18 +342,15 @@ func sourceReadError(what string, key client.ObjectKey, err error) error {
 // unreachable repository, a server error). Errors already classified keep
 // their class.
 func ClassifyChartError(err error) error {
-	var terminal *kit.TerminalError
-	var waiting *kit.WaitingError
-	var transient *kit.TransientError
 	switch {
-	case errors.As(err, &terminal), errors.As(err, &waiting), errors.As(err, &transient):
+	case outcome.Classified(err):
 		return err
 	case meta.IsNoMatchError(err):
-		return kit.KindNotInstalled(kraanv1.ReasonSourceKindNotInstalled, err, FluxSourceProvider)
+		return outcome.KindNotInstalled(kraanv1.ReasonSourceKindNotInstalled, err, FluxSourceProvider)
 	case chart.IsTerminal(err):
-		return kit.Terminal(kraanv1.ReasonArtifactFailed, err)
+		return outcome.Terminal(kraanv1.ReasonArtifactFailed, err)
 	}
-	return kit.Transient(kraanv1.ReasonArtifactFailed, err)
+	return outcome.Transient(kraanv1.ReasonArtifactFailed, err)
 }
 
 // FluxSourceProvider is what installs Flux's source kinds: the operator

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 )
 
 // defaultOCITag is what Flux's OCIRepository pulls when its ref names nothing.
@@ -29,10 +29,10 @@ func (s *SourceCharts) ociChartRequest(ctx context.Context, hr *kraanv1.HelmRele
 	owner := fmt.Sprintf("HelmRelease %s spec.chart.spec", client.ObjectKeyFromObject(hr))
 	repoURL, name, err := splitOCIChartURL(spec.URL)
 	if err != nil {
-		return chart.Request{}, kit.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("%s.url: %w", owner, err))
+		return chart.Request{}, outcome.Terminal(kraanv1.ReasonArtifactFailed, fmt.Errorf("%s.url: %w", owner, err))
 	}
 	if err := checkOCIChartSpec(owner, spec); err != nil {
-		return chart.Request{}, kit.Terminal(kraanv1.ReasonArtifactFailed, err)
+		return chart.Request{}, outcome.Terminal(kraanv1.ReasonArtifactFailed, err)
 	}
 	r := &chart.Repository{URL: repoURL, Type: chart.RepositoryTypeOCI, Insecure: spec.Insecure, Suspended: spec.Suspend}
 	if spec.Timeout != nil {

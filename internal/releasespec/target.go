@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 )
 
 // maxReleaseNameLength is Helm's limit: release names end up in label values.
@@ -84,9 +84,9 @@ func ClusterOf(ctx context.Context, reader client.Reader, hr *kraanv1.HelmReleas
 	if err := reader.Get(ctx, key, secret); err != nil {
 		err = fmt.Errorf("reading the kubeConfig Secret %s: %w", key, err)
 		if apierrors.IsNotFound(err) {
-			return nil, kit.Terminal(kraanv1.ReasonKubeConfigError, err)
+			return nil, outcome.Terminal(kraanv1.ReasonKubeConfigError, err)
 		}
-		return nil, kit.Transient(kraanv1.ReasonKubeConfigError, err)
+		return nil, outcome.Transient(kraanv1.ReasonKubeConfigError, err)
 	}
 	keys := defaultKubeConfigKeys
 	if ref.SecretRef.Key != "" {
@@ -99,7 +99,7 @@ func ClusterOf(ctx context.Context, reader client.Reader, hr *kraanv1.HelmReleas
 		}
 		cluster, err := helm.ClusterFromKubeconfig(data)
 		if err != nil {
-			return nil, kit.Terminal(kraanv1.ReasonKubeConfigError, fmt.Errorf("kubeConfig Secret %s, key %q: %w", key, k, err))
+			return nil, outcome.Terminal(kraanv1.ReasonKubeConfigError, fmt.Errorf("kubeConfig Secret %s, key %q: %w", key, k, err))
 		}
 		cluster.Owner = client.ObjectKeyFromObject(hr).String()
 		return cluster, nil
@@ -108,5 +108,5 @@ func ClusterOf(ctx context.Context, reader client.Reader, hr *kraanv1.HelmReleas
 	if len(keys) > 1 {
 		missing += fmt.Sprintf(" (nor %q)", keys[1])
 	}
-	return nil, kit.Terminal(kraanv1.ReasonKubeConfigError, errors.New(missing))
+	return nil, outcome.Terminal(kraanv1.ReasonKubeConfigError, errors.New(missing))
 }

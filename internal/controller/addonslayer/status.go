@@ -13,6 +13,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/redact"
 )
 
@@ -95,24 +96,24 @@ func (e *layerError) Unwrap() error { return e.err }
 
 // failed: the layer is Failed, and retried with back-off.
 func failed(reason string, err error) error {
-	return &layerError{state: kraanv1.FailedState, err: kit.Transient(reason, err)}
+	return &layerError{state: kraanv1.FailedState, err: outcome.Transient(reason, err)}
 }
 
 // stalledFailure: the layer is Failed and Stalled until the user changes
 // something (its spec, its source).
 func stalledFailure(reason, message string) error {
-	return &layerError{state: kraanv1.FailedState, err: kit.Terminal(reason, errors.New(message))}
+	return &layerError{state: kraanv1.FailedState, err: outcome.Terminal(reason, errors.New(message))}
 }
 
 // waitingIn: the layer is in state, and looked at again after `after` (0:
 // when a watch says something changed), without back-off.
 func waitingIn(state, reason string, after time.Duration, message string) error {
-	return &layerError{state: state, err: kit.Waiting(reason, after, errors.New(message))}
+	return &layerError{state: state, err: outcome.Waiting(reason, after, errors.New(message))}
 }
 
-// outcome is what a reconcile reports: the layer's state, and the reason
+// layerOutcome is what a reconcile reports: the layer's state, and the reason
 // and message of its conditions and event.
-type outcome struct {
+type layerOutcome struct {
 	state   string
 	reason  string
 	message string
@@ -125,9 +126,9 @@ type outcome struct {
 // outcomeOf is what err, the error a step ended the reconcile with, reports.
 // An error that is not a layerError (a bug, an API call outside the steps)
 // leaves the layer Failed.
-func outcomeOf(err error) outcome {
-	out := outcome{state: kraanv1.FailedState, reason: kit.ReasonOf(err, kraanv1.ReasonReconcileError),
-		message: err.Error(), stalled: kit.Classify(err) == kit.ClassTerminal}
+func outcomeOf(err error) layerOutcome {
+	out := layerOutcome{state: kraanv1.FailedState, reason: outcome.ReasonOf(err, kraanv1.ReasonReconcileError),
+		message: err.Error(), stalled: outcome.Classify(err) == outcome.ClassTerminal}
 	var le *layerError
 	if errors.As(err, &le) {
 		out.state = le.state
@@ -141,7 +142,7 @@ func outcomeOf(err error) outcome {
 // deployed is the outcome of a reconcile that went through every step. It
 // comes back after spec.interval to correct drift, or earlier when a released
 // object is due for pruning.
-func deployed(sc *layerScope) outcome {
+func deployed(sc *layerScope) layerOutcome {
 	msg := fmt.Sprintf("AddonsLayer version %s is Deployed, revision %s, %d objects ready",
 		sc.layer.Spec.Version, sc.revision, len(sc.objects))
 	if len(sc.tests) > 0 {
@@ -156,12 +157,12 @@ func deployed(sc *layerScope) outcome {
 	for _, w := range sc.warnings {
 		msg += "; warning: " + w
 	}
-	return outcome{state: kraanv1.DeployedState, reason: kraanv1.ReasonDeployed, message: msg, requeue: requeue}
+	return layerOutcome{state: kraanv1.DeployedState, reason: kraanv1.ReasonDeployed, message: msg, requeue: requeue}
 }
 
 // summarize writes the outcome into the status: state, version, revision,
 // inventory and the kstatus conditions, all derived from out.
-func (r *Reconciler) summarize(sc *layerScope, out outcome) {
+func (r *Reconciler) summarize(sc *layerScope, out layerOutcome) {
 	obj := sc.layer
 	obj.Status.State = out.state
 	obj.Status.Version = obj.Spec.Version
@@ -200,7 +201,7 @@ var layerSummary = kit.Summary{
 // setReadyCondition summarizes the conditions into Ready. A layer on hold is
 // not Ready, whatever it deployed before: nothing keeps it in line meanwhile
 // (Kraan's behaviour, which `kubectl wait` users rely on).
-func setReadyCondition(obj *kraanv1.AddonsLayer, out outcome) {
+func setReadyCondition(obj *kraanv1.AddonsLayer, out layerOutcome) {
 	if out.state == kraanv1.HoldState {
 		setLayerCondition(obj, kraanv1.ReadyCondition, false, out.reason, out.message)
 		return
@@ -212,7 +213,7 @@ func setReadyCondition(obj *kraanv1.AddonsLayer, out outcome) {
 // --for=condition=Deployed`); Hold leaves it as it was, since nothing changes.
 // While Applying, its transition time is when the wait began: spec.timeout
 // counts from there.
-func setDeployedCondition(sc *layerScope, out outcome) {
+func setDeployedCondition(sc *layerScope, out layerOutcome) {
 	if out.state == kraanv1.HoldState {
 		return
 	}
@@ -243,7 +244,7 @@ func setAbnormalCondition(obj *kraanv1.AddonsLayer, condType string, holds bool,
 }
 
 // recordStateChange emits an event when the state changed, Warning for Failed.
-func (r *Reconciler) recordStateChange(sc *layerScope, out outcome) {
+func (r *Reconciler) recordStateChange(sc *layerScope, out layerOutcome) {
 	if out.state == sc.oldState || sc.deleted {
 		return
 	}

@@ -46,7 +46,7 @@ func checkLayerReady(t *testing.T, held bool, stalled, reconciling, deployed met
 				Type: types[i], Status: s, Reason: types[i] + string(s), Message: "m"})
 		}
 	}
-	out := outcome{state: kraanv1.ApplyingState, reason: "OutcomeReason", message: "outcome message"}
+	out := layerOutcome{state: kraanv1.ApplyingState, reason: "OutcomeReason", message: "outcome message"}
 	if held {
 		out.state, out.reason = kraanv1.HoldState, kraanv1.ReasonOnHold
 	}
@@ -85,26 +85,26 @@ func TestSourceError_EachFailureHasItsState(t *testing.T) {
 	tests := []struct {
 		name    string
 		err     error
-		want    outcome
+		want    layerOutcome
 		requeue time.Duration
 		backoff bool
 	}{
 		{"no artifact yet", &layerspec.NotReadyError{Message: "layer source: GitRepository/ns/x not found"},
-			outcome{state: kraanv1.PendingState, reason: kraanv1.ReasonSourceNotReady, message: "layer source: GitRepository/ns/x not found"},
+			layerOutcome{state: kraanv1.PendingState, reason: kraanv1.ReasonSourceNotReady, message: "layer source: GitRepository/ns/x not found"},
 			time.Minute, false},
 		{"an artifact unusable as it is", &layerspec.FetchError{Err: fmt.Errorf("fetching: %w", source.ErrInvalidArtifact)},
-			outcome{state: kraanv1.FailedState, reason: kraanv1.ReasonArtifactFailed, stalled: true,
+			layerOutcome{state: kraanv1.FailedState, reason: kraanv1.ReasonArtifactFailed, stalled: true,
 				message: "AddonsLayer failed, fetching: " + source.ErrInvalidArtifact.Error()}, 0, false},
 		{"a failed download", &layerspec.FetchError{Err: plain},
-			outcome{state: kraanv1.FailedState, reason: kraanv1.ReasonArtifactFailed, message: "AddonsLayer failed, boom"},
+			layerOutcome{state: kraanv1.FailedState, reason: kraanv1.ReasonArtifactFailed, message: "AddonsLayer failed, boom"},
 			time.Minute, false},
 		{"the store", &layerspec.StoreError{Err: plain},
-			outcome{state: kraanv1.FailedState, reason: kraanv1.ReasonArtifactFailed, message: "AddonsLayer failed, boom"}, 0, true},
+			layerOutcome{state: kraanv1.FailedState, reason: kraanv1.ReasonArtifactFailed, message: "AddonsLayer failed, boom"}, 0, true},
 		{"no such path", &layerspec.PathError{Message: "no ./x: check spec.source.path"},
-			outcome{state: kraanv1.FailedState, reason: kraanv1.ReasonPathNotFound, stalled: true,
+			layerOutcome{state: kraanv1.FailedState, reason: kraanv1.ReasonPathNotFound, stalled: true,
 				message: "AddonsLayer failed, no ./x: check spec.source.path"}, 0, false},
 		{"a failed read of the source", plain,
-			outcome{state: kraanv1.FailedState, reason: kraanv1.ReasonSourceNotReady, message: "AddonsLayer failed, boom"}, 0, true},
+			layerOutcome{state: kraanv1.FailedState, reason: kraanv1.ReasonSourceNotReady, message: "AddonsLayer failed, boom"}, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

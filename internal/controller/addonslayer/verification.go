@@ -11,8 +11,8 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
-	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 )
 
 // testRestartPoll re-checks whether the previous run of a layer test is gone:
@@ -93,6 +93,6 @@ func (r *Reconciler) testFailure(ctx context.Context, sc *layerScope, test *unst
 	if output != "" {
 		msg += "; output: " + output
 	}
-	return &layerError{state: kraanv1.FailedState, err: &kit.TerminalError{
+	return &layerError{state: kraanv1.FailedState, err: &outcome.TerminalError{
 		Reason: kraanv1.ReasonLayerTestFailed, Err: errors.New(msg), Resync: sc.interval}}
 }

@@ -20,6 +20,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
@@ -143,12 +144,12 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope) (ctrl
 	spec, _, err := unstructured.NestedMap(obj.Object, "spec")
 	if err != nil {
 		sc.valuesErr = fmt.Errorf("reading .spec: %w", err)
-		return ctrl.Result{}, kit.Terminal(ReasonErrorGettingValues, sc.valuesErr)
+		return ctrl.Result{}, outcome.Terminal(kraanv1.ReasonErrorGettingValues, sc.valuesErr)
 	}
 	values, err := r.Watch.Values(spec)
 	if err != nil {
 		sc.valuesErr = err
-		return ctrl.Result{}, kit.Terminal(ReasonErrorGettingValues, sc.valuesErr)
+		return ctrl.Result{}, outcome.Terminal(kraanv1.ReasonErrorGettingValues, sc.valuesErr)
 	}
 	sc.result, sc.runErr = r.Engine.Run(ctx, helm.Request{
 		Target:       r.targetOf(obj),
@@ -162,7 +163,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope) (ctrl
 	if sc.runErr == nil {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, kit.Transient(kraanv1.ReasonReconcileError, sc.runErr)
+	return ctrl.Result{}, outcome.Transient(kraanv1.ReasonReconcileError, sc.runErr)
 }
 
 // reconcileDelete uninstalls the release, then lets the object go.

@@ -23,6 +23,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/watches"
 	"github.com/kraan-io/kraan-operator/test/testenv"
 )
@@ -117,10 +118,10 @@ func TestReconciler_Lifecycle(t *testing.T) {
 	g.Expect(cm.OwnerReferences).To(ConsistOf(HaveField("Name", "one")))
 	g.Expect(*cm.OwnerReferences[0].Controller).To(BeTrue())
 	g.Eventually(conditionOf(c, gadget, kraanv1.ReadyCondition), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
-	g.Expect(conditionOf(c, gadget, ChartDeployed)(g)).To(Equal("True/InstallSuccessful"))
-	g.Expect(conditionOf(c, gadget, ChartInitialized)(g)).To(Equal("True/Reconciling"))
-	g.Expect(conditionOf(c, gadget, ChartReleaseFailed)(g)).To(Equal("False/ReleaseSucceeded"))
-	g.Expect(conditionOf(c, gadget, ChartIrreconcilable)(g)).To(Equal("False/Reconcilable"))
+	g.Expect(conditionOf(c, gadget, kraanv1.DeployedCondition)(g)).To(Equal("True/InstallSuccessful"))
+	g.Expect(conditionOf(c, gadget, kraanv1.InitializedCondition)(g)).To(Equal("True/Reconciling"))
+	g.Expect(conditionOf(c, gadget, kraanv1.ReleaseFailedCondition)(g)).To(Equal("False/ReleaseSucceeded"))
+	g.Expect(conditionOf(c, gadget, kraanv1.IrreconcilableCondition)(g)).To(Equal("False/Reconcilable"))
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(gadget), gadget)).To(Succeed())
 	// The release is named, never published: a manifest may hold Secret data.
 	deployed, _, _ := unstructured.NestedMap(gadget.Object, "status", "deployedRelease")
@@ -152,7 +153,7 @@ func TestReconciler_Lifecycle(t *testing.T) {
 		g.Expect(c.Get(ctx, cmKey, cm)).To(Succeed())
 		return cm.Data["message"]
 	}, 30*time.Second).Should(Equal("second"))
-	g.Eventually(conditionOf(c, gadget, ChartDeployed), 30*time.Second).Should(Equal("True/UpgradeSuccessful"))
+	g.Eventually(conditionOf(c, gadget, kraanv1.DeployedCondition), 30*time.Second).Should(Equal("True/UpgradeSuccessful"))
 
 	// Uninstalling on delete.
 	g.Expect(c.Delete(ctx, gadget)).To(Succeed())
@@ -177,7 +178,7 @@ func TestReconciler_Annotations_DisableHooks(t *testing.T) {
 		return c.Get(ctx, types.NamespacedName{Namespace: "hooks", Name: "with-hook"}, &corev1.ConfigMap{})
 	}, 30*time.Second).Should(Succeed())
 	without := newGadget("hooks", "without", nil, nil)
-	g.Eventually(conditionOf(c, without, ChartDeployed), 30*time.Second).Should(Equal("True/InstallSuccessful"))
+	g.Eventually(conditionOf(c, without, kraanv1.DeployedCondition), 30*time.Second).Should(Equal("True/InstallSuccessful"))
 	err := c.Get(ctx, types.NamespacedName{Namespace: "hooks", Name: "without-hook"}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "install-disable-hooks must skip the post-install hook")
 }
@@ -233,13 +234,13 @@ func TestReconciler_ReleaseFailure_ReportedThenRecovered(t *testing.T) {
 	testenv.CreateNamespace(t, c, "failing")
 	gadget := newGadget("failing", "broken", map[string]any{"fail": true}, nil)
 	g.Expect(c.Create(ctx, gadget)).To(Succeed())
-	g.Eventually(conditionOf(c, gadget, ChartReleaseFailed), 30*time.Second).Should(Equal("True/InstallError"))
+	g.Eventually(conditionOf(c, gadget, kraanv1.ReleaseFailedCondition), 30*time.Second).Should(Equal("True/InstallError"))
 	g.Expect(conditionOf(c, gadget, kraanv1.ReadyCondition)(g)).To(Equal("False/InstallError"))
-	g.Expect(conditionOf(c, gadget, ChartDeployed)(g)).To(Equal("False/NotDeployed"))
+	g.Expect(conditionOf(c, gadget, kraanv1.DeployedCondition)(g)).To(Equal("False/NotDeployed"))
 
 	updateGadget(g, c, gadget, false, "spec", "fail")
 	g.Eventually(conditionOf(c, gadget, kraanv1.ReadyCondition), 30*time.Second).Should(Equal("True/ReleaseSucceeded"))
-	g.Expect(conditionOf(c, gadget, ChartReleaseFailed)(g)).To(Equal("False/ReleaseSucceeded"))
+	g.Expect(conditionOf(c, gadget, kraanv1.ReleaseFailedCondition)(g)).To(Equal("False/ReleaseSucceeded"))
 }
 
 func TestReconciler_Selector_ReconcilesOnlyMatchingObjects(t *testing.T) {
@@ -288,10 +289,10 @@ func TestChartResult(t *testing.T) {
 		wantErr error
 	}{
 		{name: "success waits for the reconcile period", want: ctrl.Result{RequeueAfter: time.Minute}},
-		{name: "engine error backs off without a period", err: kit.Transient(kraanv1.ReasonReconcileError, failed), wantErr: failed},
-		{name: "values error waits for a new spec", err: kit.Terminal(ReasonErrorGettingValues, failed)},
+		{name: "engine error backs off without a period", err: outcome.Transient(kraanv1.ReasonReconcileError, failed), wantErr: failed},
+		{name: "values error waits for a new spec", err: outcome.Terminal(kraanv1.ReasonErrorGettingValues, failed)},
 		{name: "a terminal error with a resync is looked at each period",
-			err:  &kit.TerminalError{Reason: ReasonErrorGettingValues, Err: failed, Resync: time.Minute},
+			err:  &outcome.TerminalError{Reason: kraanv1.ReasonErrorGettingValues, Err: failed, Resync: time.Minute},
 			want: ctrl.Result{RequeueAfter: time.Minute}},
 	}
 	for _, tt := range tests {

@@ -25,6 +25,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/watches"
 )
 
@@ -168,7 +169,7 @@ func specChangedPredicate() predicate.Predicate {
 func (r *Reconciler) reconcileDependents(ctx context.Context, sc *chartScope) (ctrl.Result, error) {
 	if err := r.restoreDependents(ctx, sc.obj, sc); err != nil {
 		sc.runErr = err
-		return ctrl.Result{}, kit.Transient(kraanv1.ReasonReconcileError, err)
+		return ctrl.Result{}, outcome.Transient(kraanv1.ReasonReconcileError, err)
 	}
 	return ctrl.Result{}, nil
 }

@@ -13,38 +13,14 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm"
 )
 
-// Conditions of chart-backed objects: Operator SDK's four, plus Ready, the
-// summary kstatus and `kubectl wait` read.
-const (
-	ChartInitialized    = "Initialized"
-	ChartDeployed       = "Deployed"
-	ChartReleaseFailed  = "ReleaseFailed"
-	ChartIrreconcilable = "Irreconcilable"
-)
-
-// Reasons of the chart conditions; event reasons are the same words.
-const (
-	ReasonReconciling        = "Reconciling"
-	ReasonInstallSuccessful  = "InstallSuccessful"
-	ReasonUpgradeSuccessful  = "UpgradeSuccessful"
-	ReasonNotDeployed        = "NotDeployed"
-	ReasonInstallError       = "InstallError"
-	ReasonUpgradeError       = "UpgradeError"
-	ReasonRollbackError      = "RollbackError"
-	ReasonUninstallError     = "UninstallError"
-	ReasonReleaseSucceeded   = "ReleaseSucceeded"
-	ReasonErrorGettingValues = "ErrorGettingValues"
-	ReasonReconcilable       = "Reconcilable"
-)
-
 // setChartStatus recomputes the status from what this pass observed: every
 // pass, not only at the end as Operator SDK does, so a user sees a failing
 // release while it is retried.
 func setChartStatus(obj *unstructured.Unstructured, sc *chartScope, summary kit.Summary) {
 	conds := chartConditions(obj)
 	gen := obj.GetGeneration()
-	kit.SetStatusCondition(&conds, metav1.Condition{Type: ChartInitialized, Status: metav1.ConditionTrue,
-		Reason: ReasonReconciling, Message: "The release is reconciled", ObservedGeneration: gen})
+	kit.SetStatusCondition(&conds, metav1.Condition{Type: kraanv1.InitializedCondition, Status: metav1.ConditionTrue,
+		Reason: kraanv1.ReasonReconciling, Message: "The release is reconciled", ObservedGeneration: gen})
 	latest := sc.result.LatestRevision(helm.Desired{})
 	setReleaseDeployedCondition(&conds, latest, gen)
 	setReleaseFailedCondition(&conds, sc, gen)
@@ -63,12 +39,12 @@ func setChartStatus(obj *unstructured.Unstructured, sc *chartScope, summary kit.
 
 // setReleaseDeployedCondition reports whether the latest revision is deployed.
 func setReleaseDeployedCondition(conds *[]metav1.Condition, rel *helm.Revision, gen int64) {
-	c := metav1.Condition{Type: ChartDeployed, Status: metav1.ConditionFalse, Reason: ReasonNotDeployed,
+	c := metav1.Condition{Type: kraanv1.DeployedCondition, Status: metav1.ConditionFalse, Reason: kraanv1.ReasonNotDeployed,
 		Message: "No release is deployed", ObservedGeneration: gen}
 	if rel.Deployed() {
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonUpgradeSuccessful
+		c.Status, c.Reason = metav1.ConditionTrue, kraanv1.ReasonUpgradeSuccessful
 		if rel.Version == 1 {
-			c.Reason = ReasonInstallSuccessful
+			c.Reason = kraanv1.ReasonInstallSuccessful
 		}
 		c.Message = fmt.Sprintf("Release %s revision %d is deployed", rel.Name, rel.Version)
 	}
@@ -76,7 +52,7 @@ func setReleaseDeployedCondition(conds *[]metav1.Condition, rel *helm.Revision, 
 }
 
 func setReleaseFailedCondition(conds *[]metav1.Condition, sc *chartScope, gen int64) {
-	c := metav1.Condition{Type: ChartReleaseFailed, Status: metav1.ConditionFalse, Reason: ReasonReleaseSucceeded,
+	c := metav1.Condition{Type: kraanv1.ReleaseFailedCondition, Status: metav1.ConditionFalse, Reason: kraanv1.ReasonReleaseSucceeded,
 		Message: "The last Helm action succeeded", ObservedGeneration: gen}
 	if step, ok := lastFailedAction(sc.result); ok {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, failureReason(step.Action), step.Err.Error()
@@ -85,12 +61,12 @@ func setReleaseFailedCondition(conds *[]metav1.Condition, sc *chartScope, gen in
 }
 
 func setIrreconcilableCondition(conds *[]metav1.Condition, sc *chartScope, gen int64) {
-	c := metav1.Condition{Type: ChartIrreconcilable, Status: metav1.ConditionFalse, Reason: ReasonReconcilable,
+	c := metav1.Condition{Type: kraanv1.IrreconcilableCondition, Status: metav1.ConditionFalse, Reason: kraanv1.ReasonReconcilable,
 		Message: "The release can be reconciled", ObservedGeneration: gen}
 	_, stepFailed := lastFailedAction(sc.result)
 	switch {
 	case sc.valuesErr != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonErrorGettingValues, sc.valuesErr.Error()
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kraanv1.ReasonErrorGettingValues, sc.valuesErr.Error()
 	case sc.runErr != nil && !stepFailed:
 		// The engine failed before any action: storage or the API server.
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kraanv1.ReasonReconcileError, sc.runErr.Error()
@@ -109,16 +85,16 @@ func removeCondition(conds *[]metav1.Condition, condType string) {
 // SecretsReady), registered through Options.ExtraConditions.
 func Summary(extra ...kit.Owned) kit.Summary {
 	owned := make([]kit.Owned, 0, len(extra)+3)
-	owned = append(owned, kit.Owned{Type: ChartIrreconcilable, Failing: metav1.ConditionTrue})
+	owned = append(owned, kit.Owned{Type: kraanv1.IrreconcilableCondition, Failing: metav1.ConditionTrue})
 	owned = append(owned, extra...)
 	owned = append(owned,
-		kit.Owned{Type: ChartReleaseFailed, Failing: metav1.ConditionTrue},
-		kit.Owned{Type: ChartDeployed, Failing: metav1.ConditionFalse})
+		kit.Owned{Type: kraanv1.ReleaseFailedCondition, Failing: metav1.ConditionTrue},
+		kit.Owned{Type: kraanv1.DeployedCondition, Failing: metav1.ConditionFalse})
 	return kit.Summary{
 		Owned:          owned,
-		Success:        ChartDeployed,
-		SuccessReason:  ReasonReleaseSucceeded,
-		NotReadyReason: ReasonNotDeployed,
+		Success:        kraanv1.DeployedCondition,
+		SuccessReason:  kraanv1.ReasonReleaseSucceeded,
+		NotReadyReason: kraanv1.ReasonNotDeployed,
 	}
 }
 
@@ -135,13 +111,13 @@ func lastFailedAction(res helm.Result) (helm.ActionTaken, bool) {
 func failureReason(a helm.Action) string {
 	switch a {
 	case helm.ActionInstall:
-		return ReasonInstallError
+		return kraanv1.ReasonInstallError
 	case helm.ActionUpgrade:
-		return ReasonUpgradeError
+		return kraanv1.ReasonUpgradeError
 	case helm.ActionRollback:
-		return ReasonRollbackError
+		return kraanv1.ReasonRollbackError
 	case helm.ActionUninstall:
-		return ReasonUninstallError
+		return kraanv1.ReasonUninstallError
 	default:
 		return kraanv1.ReasonReconcileError
 	}
@@ -201,6 +177,6 @@ func (r *Reconciler) recordFailures(obj *unstructured.Unstructured, sc *chartSco
 		return
 	}
 	if sc.valuesErr != nil {
-		r.Events.Warning(obj, ReasonErrorGettingValues, sc.valuesErr.Error())
+		r.Events.Warning(obj, kraanv1.ReasonErrorGettingValues, sc.valuesErr.Error())
 	}
 }

@@ -33,7 +33,7 @@ func TestChartSummary_EveryCombination(t *testing.T) {
 func checkChartReady(t *testing.T, irreconcilable, secrets, failed, deployed metav1.ConditionStatus) {
 	t.Helper()
 	const extra = "SecretsReady"
-	types := []string{ChartIrreconcilable, extra, ChartReleaseFailed, ChartDeployed}
+	types := []string{kraanv1.IrreconcilableCondition, extra, kraanv1.ReleaseFailedCondition, kraanv1.DeployedCondition}
 	var conds []metav1.Condition
 	for i, s := range []metav1.ConditionStatus{irreconcilable, secrets, failed, deployed} {
 		if s != "" {
@@ -48,17 +48,17 @@ func checkChartReady(t *testing.T, irreconcilable, secrets, failed, deployed met
 	var wantReason string
 	switch {
 	case irreconcilable == metav1.ConditionTrue:
-		wantReason = ChartIrreconcilable + "True"
+		wantReason = kraanv1.IrreconcilableCondition + "True"
 	case secrets == metav1.ConditionFalse:
 		wantReason = extra + "False"
 	case failed == metav1.ConditionTrue:
-		wantReason = ChartReleaseFailed + "True"
+		wantReason = kraanv1.ReleaseFailedCondition + "True"
 	case deployed == "":
-		wantReason = ReasonNotDeployed
+		wantReason = kraanv1.ReasonNotDeployed
 	case deployed == metav1.ConditionTrue:
-		wantReason = ReasonReleaseSucceeded
+		wantReason = kraanv1.ReasonReleaseSucceeded
 	default:
-		wantReason = ChartDeployed + "False"
+		wantReason = kraanv1.DeployedCondition + "False"
 	}
 	name := fmt.Sprintf("irreconcilable=%q secrets=%q failed=%q deployed=%q", irreconcilable, secrets, failed, deployed)
 	if (ready.Status == metav1.ConditionTrue) != wantTrue || ready.Reason != wantReason || ready.ObservedGeneration != 4 {
@@ -70,7 +70,7 @@ func checkChartReady(t *testing.T, irreconcilable, secrets, failed, deployed met
 // a SecretsReady=False another kind's controller would write does not count.
 func TestChartSummary_OnlyRegisteredConditionsCount(t *testing.T) {
 	conds := []metav1.Condition{
-		{Type: ChartDeployed, Status: metav1.ConditionTrue, Reason: ReasonInstallSuccessful, Message: "m"},
+		{Type: kraanv1.DeployedCondition, Status: metav1.ConditionTrue, Reason: kraanv1.ReasonInstallSuccessful, Message: "m"},
 		{Type: "SecretsReady", Status: metav1.ConditionFalse, Reason: "SecretNotFound", Message: "m"},
 	}
 	Summary().SetReady(&conds, 1)

@@ -8,7 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 )
 
 // reconcileAccess holds a layer's HelmRelease whose spec is not the one the
@@ -19,13 +19,13 @@ import (
 // sources or wait on its releases. It stalls until the spec changes.
 func (r *Reconciler) reconcileAccess(_ context.Context, sc *releaseScope) (ctrl.Result, error) {
 	if err := r.Tenancy.IdentityOf(sc.hr).Unsealed; err != nil {
-		return ctrl.Result{}, kit.Waiting(kraanv1.ReasonLayerSealMismatch, unsealedRecheck, err)
+		return ctrl.Result{}, outcome.Waiting(kraanv1.ReasonLayerSealMismatch, unsealedRecheck, err)
 	}
 	if !r.NoCrossNamespaceRefs {
 		return ctrl.Result{}, nil
 	}
 	if field, namespace := crossNamespaceRef(sc.hr); field != "" {
-		return ctrl.Result{}, kit.Terminal(kraanv1.ReasonAccessDenied, fmt.Errorf(
+		return ctrl.Result{}, outcome.Terminal(kraanv1.ReasonAccessDenied, fmt.Errorf(
 			"%s refers to namespace %s, but cross-namespace references are disabled (--no-cross-namespace-refs): "+
 				"use an object in namespace %s", field, namespace, sc.hr.Namespace))
 	}

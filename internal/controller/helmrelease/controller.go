@@ -20,7 +20,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
-	"github.com/kraan-io/kraan-operator/internal/pace"
+	"github.com/kraan-io/kraan-operator/internal/helmrun"
 	"github.com/kraan-io/kraan-operator/internal/releasespec"
 	"github.com/kraan-io/kraan-operator/internal/source"
 	"github.com/kraan-io/kraan-operator/internal/tenancy"
@@ -133,12 +133,9 @@ type Reconciler struct {
 	// leaves them unset: how it waits, applies and post-renders.
 	HelmDefaults defaults.Defaults
 	Metrics      *Metrics
-	// runs are the Helm runs going on outside the workers.
-	runs *runs
-	// written is what this process last wrote that the cache may not show.
-	written *writeLog
-	// pacer hands out rollout slots: a Helm action starts only with one.
-	pacer *pace.Pacer
+	// runs are the Helm runs going on outside the workers, their rollout
+	// pacing and what this process last wrote that the cache may not show.
+	runs *helmrun.Runs[startedFor]
 	// repoWatch re-queues the releases a change of their HelmRepository's
 	// index concerns.
 	repoWatch *repositoryWatch
@@ -170,7 +167,7 @@ func (r *Reconciler) supersedeWait(ctx context.Context, key types.NamespacedName
 	if err := r.Get(ctx, key, hr); err != nil {
 		return
 	}
-	if r.runs.supersede(key, hr.Generation) {
+	if r.runs.Supersede(key, hr.Generation) {
 		ctrl.LoggerFrom(ctx).Info("A newer generation arrived during a Helm wait: the wait ends, the newer spec is applied next",
 			"generation", hr.Generation)
 	}
@@ -180,7 +177,7 @@ func (r *Reconciler) supersedeWait(ctx context.Context, key types.NamespacedName
 // deferred summary and status patch, deletion, finalizer, suspend, and the
 // steps.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	if r.runs.active(req.NamespacedName) {
+	if r.runs.Active(req.NamespacedName) {
 		// Helm is at work on this release outside the workers; the end of
 		// its run re-queues it. A newer spec ends the run's wait.
 		r.supersedeWait(ctx, req.NamespacedName)
@@ -190,10 +187,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forgetRelease(req.Namespace, req.Name)
-			r.forgetRollout(req.NamespacedName)
 			r.repoWatch.Forget(req.NamespacedName)
-			r.runs.forget(req.NamespacedName)
-			r.written.forget(req.NamespacedName)
+			r.runs.Forget(req.NamespacedName)
 			r.Engine.ForgetCluster(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -235,7 +230,7 @@ func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*kraanv1.H
 	if err := r.Get(ctx, key, hr); err != nil {
 		return nil, err
 	}
-	if !r.written.stale(hr) {
+	if !r.runs.Written.Stale(key, statusDigest(hr)) {
 		return hr, nil
 	}
 	if err := r.APIReader.Get(ctx, key, hr); err != nil {

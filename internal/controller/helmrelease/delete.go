@@ -17,6 +17,8 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/helmrun"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 )
 
 // namespaceUninstallGrace is how long, after its namespace began to be
@@ -43,7 +45,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *releaseScope) (ctr
 	}
 	why, kindRemoved, err := kit.KindBeingRemoved(ctx, r.APIReader, helmReleasesResource)
 	if err != nil {
-		return ctrl.Result{}, kit.Transient(kraanv1.ReasonUninstallFailed, err)
+		return ctrl.Result{}, outcome.Transient(kraanv1.ReasonUninstallFailed, err)
 	}
 	switch {
 	case kindRemoved:
@@ -95,13 +97,13 @@ func (r *Reconciler) uninstallOnDelete(ctx context.Context, sc *releaseScope) er
 	if err == nil {
 		var started bool
 		if started, err = r.uninstallOffWorker(ctx, sc, target); started {
-			return kit.Waiting(kraanv1.ReasonProgressing, 0, fmt.Errorf("uninstalling release %s/%s", target.StorageNamespace, target.ReleaseName))
+			return outcome.Waiting(kraanv1.ReasonProgressing, 0, fmt.Errorf("uninstalling release %s/%s", target.StorageNamespace, target.ReleaseName))
 		}
 		if err == nil {
 			r.Events.Normal(hr, kraanv1.ReasonUninstallSucceeded, "Release "+target.ReleaseName+" uninstalled")
 			return nil
 		}
-		err = kit.Transient(kraanv1.ReasonUninstallFailed, err)
+		err = outcome.Transient(kraanv1.ReasonUninstallFailed, err)
 	}
 	err = sc.redactor.Error(err)
 	why, letGo, nsErr := r.namespaceLetGo(ctx, hr, err)
@@ -123,16 +125,17 @@ func (r *Reconciler) uninstallOnDelete(ctx context.Context, sc *releaseScope) er
 // re-queues the release, whose next call returns the run's outcome.
 func (r *Reconciler) uninstallOffWorker(ctx context.Context, sc *releaseScope, target helm.Target) (started bool, err error) {
 	key := ctrlKey(sc.hr)
-	if done := r.runs.take(key); done != nil && done.uninstall != nil {
-		return false, done.err
+	if done := r.runs.Take(key); done != nil && done.Uninstall != nil {
+		_, err := done.Outcome()
+		return false, err
 	}
 	spec := sc.hr.Spec.DeepCopy()
-	run := &run{key: key, generation: sc.hr.Generation, request: helm.Request{Target: target, Spec: spec},
-		uninstall: func(ctx context.Context, pause func() func()) error {
-			return r.Engine.UninstallPausing(ctx, target, spec, pause)
-		}}
-	// The run outlives the reconcile: its context is the logger's only.
-	r.runs.launch(ctrl.LoggerInto(context.Background(), ctrl.LoggerFrom(ctx)), r.Engine, run, nil)
+	run := helmrun.NewRun[startedFor](key, sc.hr.Generation, false)
+	run.Request = helm.Request{Target: target, Spec: spec}
+	run.Uninstall = func(ctx context.Context, pause func() func()) error {
+		return r.Engine.UninstallPausing(ctx, target, spec, pause)
+	}
+	r.runs.Launch(ctx, r.Engine, run)
 	return true, nil
 }
 
@@ -167,7 +170,7 @@ func (r *Reconciler) serviceAccountGone(ctx context.Context, target helm.Target)
 	case apierrors.IsNotFound(err):
 		return &goneError{what: "ServiceAccount " + namespace + "/" + name}
 	case err != nil:
-		return kit.Transient(kraanv1.ReasonUninstallFailed, fmt.Errorf("reading ServiceAccount %s/%s: %w", namespace, name, err))
+		return outcome.Transient(kraanv1.ReasonUninstallFailed, fmt.Errorf("reading ServiceAccount %s/%s: %w", namespace, name, err))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
@@ -64,7 +65,7 @@ func (r *Reconciler) awaitFluxHandover(ctx context.Context, namespace string, ta
 		flux := &items[i]
 		name, storage, active := releasespec.FluxRelease(flux)
 		if active && name == target.ReleaseName && storage == target.StorageNamespace {
-			return kit.Waiting(kraanv1.ReasonManagedByFlux, r.DependencyRequeue, fmt.Errorf(
+			return outcome.Waiting(kraanv1.ReasonManagedByFlux, r.DependencyRequeue, fmt.Errorf(
 				"the Helm release %s/%s is managed by Flux HelmRelease %s/%s, which is not suspended: the operator waits, so that "+
 					"the release has one owner; suspend it (flux suspend helmrelease -n %s %s), or delete it once suspended",
 				storage, name, flux.GetNamespace(), flux.GetName(), flux.GetNamespace(), flux.GetName()))

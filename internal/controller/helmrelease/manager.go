@@ -27,7 +27,6 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
-	"github.com/kraan-io/kraan-operator/internal/pace"
 	"github.com/kraan-io/kraan-operator/internal/releasespec"
 	"github.com/kraan-io/kraan-operator/internal/source"
 )
@@ -66,13 +65,10 @@ func Setup(mgr ctrl.Manager, engine *helm.Engine, opts Options) error {
 		HelmDefaults:         opts.HelmDefaults,
 		DependencyRequeue:    opts.dependencyRequeue(),
 		Metrics:              metrics,
-		runs:                 newRuns(opts.MaxConcurrentReconciles, opts.runGracePeriod()),
-		written:              newWriteLog(),
+		runs:                 newRuns(opts, metrics),
 	}
 	r.floor = opts.IntervalFloor()
-	r.pacer = pace.New(pace.Options{Max: opts.MaxConcurrentRollouts, OnTurn: r.runs.requeue})
-	r.runs.observeRun = r.observeRun
-	if err := mgr.Add(r.runs.lifecycle); err != nil {
+	if err := mgr.Add(r.runs.Lifecycle()); err != nil {
 		return fmt.Errorf("adding the Helm runs' shutdown: %w", err)
 	}
 	if r.Charts == nil {
@@ -145,7 +141,7 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, opts Options) error {
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}, selected(watchConfigs))).
 		// The end of a Helm run re-queues its release, which records it,
 		// and so does a turn in the rollout queue: both ahead of the rest.
-		WatchesRawSource(crsource.Channel(r.runs.ended, enqueueAhead)).
+		WatchesRawSource(crsource.Channel(r.runs.Ended(), enqueueAhead)).
 		WithOptions(opts.Controller())
 	// A new artifact of a chart's source reconciles the releases built from
 	// it at once, not at their interval. Flux's kinds are watched once the

@@ -7,10 +7,9 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/pace"
 )
 
@@ -24,13 +23,12 @@ const queuedRecheck = 10 * time.Minute
 // Reconciling with reason RolloutQueued; its turn re-queues it.
 func (r *Reconciler) admitRollout(sc *releaseScope) error {
 	key := ctrlKey(sc.hr)
-	admitted, at := r.pacer.Admit(key)
-	r.Metrics.setRollouts(r.pacer.Stats())
+	admitted, at := r.runs.Admit(key)
 	if admitted {
 		return nil
 	}
 	sc.queued = true
-	return kit.Waiting(kraanv1.ReasonRolloutQueued, queuedRecheck, errors.New(queuedMessage(sc.hr, at)))
+	return outcome.Waiting(kraanv1.ReasonRolloutQueued, queuedRecheck, errors.New(queuedMessage(sc.hr, at)))
 }
 
 // queuedMessage says where the release joined the rollout queue. A release
@@ -46,18 +44,4 @@ func queuedMessage(hr *kraanv1.HelmRelease, at pace.Position) string {
 	return fmt.Sprintf("waiting for a rollout slot: %d releases were ahead in the queue when it joined, %d rolling out "+
 		"(at most %d at once, adapted to how fast the cluster rolls out; --max-concurrent-rollouts caps it)",
 		at.Ahead, at.Rolling, at.Limit)
-}
-
-// forgetRollout frees the release's slot and place in the queue: it has
-// nothing to roll out now.
-func (r *Reconciler) forgetRollout(key types.NamespacedName) {
-	r.pacer.Forget(key)
-	r.Metrics.setRollouts(r.pacer.Stats())
-}
-
-// observeRun takes how long a run took, from its start to its end, into
-// the pacing.
-func (r *Reconciler) observeRun(took, timeout time.Duration) {
-	r.pacer.Observe(took, timeout)
-	r.Metrics.setRollouts(r.pacer.Stats())
 }

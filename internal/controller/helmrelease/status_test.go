@@ -11,9 +11,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helm/chart"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
@@ -160,24 +160,24 @@ func TestClassifyChartError(t *testing.T) {
 	cases := []struct {
 		name  string
 		err   error
-		class kit.Class
+		class outcome.Class
 	}{
-		{"version not found", &chart.VersionNotFoundError{Chart: "small", Constraint: ">=9"}, kit.ClassTerminal},
-		{"chart not found", fmt.Errorf("fetching: %w", &chart.ChartNotFoundError{Chart: "nope"}), kit.ClassTerminal},
-		{"credentials refused", &chart.AuthError{StatusCode: 401}, kit.ClassTerminal},
-		{"index 404", &chart.StatusError{StatusCode: 404}, kit.ClassTerminal},
-		{"server error", &chart.StatusError{StatusCode: 503}, kit.ClassTransient},
-		{"rate limited", &chart.StatusError{StatusCode: 429}, kit.ClassTransient},
-		{"unreachable", &chart.UnreachableError{URL: "http://127.0.0.1:1", Err: errors.New("refused")}, kit.ClassTransient},
-		{"unknown", errors.New("disk full"), kit.ClassTransient},
-		{"already waiting", kit.Waiting(kraanv1.ReasonArtifactFailed, releasespec.SourceRetry, releasespec.ErrNoArtifact), kit.ClassWaiting},
+		{"version not found", &chart.VersionNotFoundError{Chart: "small", Constraint: ">=9"}, outcome.ClassTerminal},
+		{"chart not found", fmt.Errorf("fetching: %w", &chart.ChartNotFoundError{Chart: "nope"}), outcome.ClassTerminal},
+		{"credentials refused", &chart.AuthError{StatusCode: 401}, outcome.ClassTerminal},
+		{"index 404", &chart.StatusError{StatusCode: 404}, outcome.ClassTerminal},
+		{"server error", &chart.StatusError{StatusCode: 503}, outcome.ClassTransient},
+		{"rate limited", &chart.StatusError{StatusCode: 429}, outcome.ClassTransient},
+		{"unreachable", &chart.UnreachableError{URL: "http://127.0.0.1:1", Err: errors.New("refused")}, outcome.ClassTransient},
+		{"unknown", errors.New("disk full"), outcome.ClassTransient},
+		{"already waiting", outcome.Waiting(kraanv1.ReasonArtifactFailed, releasespec.SourceRetry, releasespec.ErrNoArtifact), outcome.ClassWaiting},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			err := releasespec.ClassifyChartError(tc.err)
-			g.Expect(kit.Classify(err)).To(Equal(tc.class))
-			g.Expect(kit.ReasonOf(err, "")).To(Equal(kraanv1.ReasonArtifactFailed))
+			g.Expect(outcome.Classify(err)).To(Equal(tc.class))
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(kraanv1.ReasonArtifactFailed))
 			g.Expect(errors.Is(err, tc.err) || err.Error() == tc.err.Error()).To(BeTrue())
 		})
 	}
@@ -197,9 +197,9 @@ func TestSetOutcomeConditions(t *testing.T) {
 	}{
 		{"in sync", ctrl.Result{}, nil, false, "", true},
 		{"more actions", ctrl.Result{RequeueAfter: 1}, nil, false, kraanv1.ReasonProgressing, false},
-		{"terminal", ctrl.Result{}, kit.Terminal(kraanv1.ReasonArtifactFailed, errors.New("no version")), true, "", true},
-		{"transient", ctrl.Result{}, kit.Transient(kraanv1.ReasonArtifactFailed, errors.New("503")), false, kraanv1.ReasonArtifactFailed, false},
-		{"waiting", ctrl.Result{}, kit.Waiting(kraanv1.ReasonDependencyNotReady, 1, errors.New("dep")), false, kraanv1.ReasonDependencyNotReady, false},
+		{"terminal", ctrl.Result{}, outcome.Terminal(kraanv1.ReasonArtifactFailed, errors.New("no version")), true, "", true},
+		{"transient", ctrl.Result{}, outcome.Transient(kraanv1.ReasonArtifactFailed, errors.New("503")), false, kraanv1.ReasonArtifactFailed, false},
+		{"waiting", ctrl.Result{}, outcome.Waiting(kraanv1.ReasonDependencyNotReady, 1, errors.New("dep")), false, kraanv1.ReasonDependencyNotReady, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/redact"
 	"github.com/kraan-io/kraan-operator/internal/releasespec"
 	"github.com/kraan-io/kraan-operator/internal/rollout"
@@ -62,7 +63,7 @@ type releaseScope struct {
 func (r *Reconciler) reconcileDependencies(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	hr := sc.hr
 	if field := tenantReadsAcross(hr, r.Tenancy.IdentityOf(hr)); field != "" {
-		return ctrl.Result{}, kit.Terminal(kraanv1.ReasonAccessDenied, fmt.Errorf(
+		return ctrl.Result{}, outcome.Terminal(kraanv1.ReasonAccessDenied, fmt.Errorf(
 			"%s reads a HelmRelease of another namespace, which only a platform release may: "+
 				"this one acts as a ServiceAccount of its namespace; drop readyExpr (the dependency's Ready condition is then read)", field))
 	}
@@ -75,9 +76,9 @@ func (r *Reconciler) reconcileDependencies(ctx context.Context, sc *releaseScope
 		var invalid *rollout.HealthCheckError
 		switch {
 		case errors.As(err, &invalid):
-			return ctrl.Result{}, kit.Terminal(kraanv1.ReasonInvalidCELExpression, err)
+			return ctrl.Result{}, outcome.Terminal(kraanv1.ReasonInvalidCELExpression, err)
 		case err != nil:
-			return ctrl.Result{}, kit.Waiting(kraanv1.ReasonDependencyNotReady, r.DependencyRequeue, err)
+			return ctrl.Result{}, outcome.Waiting(kraanv1.ReasonDependencyNotReady, r.DependencyRequeue, err)
 		}
 	}
 	return ctrl.Result{}, nil
@@ -182,7 +183,7 @@ func (r *Reconciler) reconcileChart(ctx context.Context, sc *releaseScope) (ctrl
 		return ctrl.Result{}, nil
 	}
 	err = sc.redactor.Error(releasespec.ClassifyChartError(err))
-	if fromRepository && kit.Classify(err) == kit.ClassTerminal {
+	if fromRepository && outcome.Classify(err) == outcome.ClassTerminal {
 		r.repoWatch.Track(ctx, key, repo, chartUseOf(sc.hr, ""))
 	}
 	r.Events.Warning(sc.hr, kraanv1.ReasonArtifactFailed, err.Error())
@@ -220,9 +221,9 @@ func (r *Reconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctr
 	case errors.As(err, &valuesErr), errors.As(err, &invalid):
 		// A missing or broken ConfigMap/Secret: the watch on it brings the
 		// release back when it changes.
-		err = kit.Terminal(kraanv1.ReasonValuesError, err)
+		err = outcome.Terminal(kraanv1.ReasonValuesError, err)
 	case err != nil:
-		err = kit.Transient(kraanv1.ReasonValuesError, err)
+		err = outcome.Transient(kraanv1.ReasonValuesError, err)
 	}
 	if err != nil {
 		err = sc.redactor.Error(err)
@@ -239,12 +240,13 @@ func (r *Reconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctr
 func (r *Reconciler) reconcileRelease(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	hr := sc.hr
 	key := ctrlKey(hr)
-	if done := r.runs.take(key); done != nil {
-		sc.run, sc.runErr, sc.ran = done.result, done.err, true
+	if done := r.runs.Take(key); done != nil {
+		sc.run, sc.runErr = done.Outcome()
+		sc.ran = true
 		r.recordRun(sc, done)
-		r.written.recordFailures(key, done.attempt, done.result.Failures)
-		requested := hr.Annotations[requestedAtAnnotation] != done.handledReconcileAt
-		if done.attempt == attemptOf(hr, sc.desired) && !requested {
+		r.runs.Written.RecordFailures(key, done.Attempt, sc.run.Failures)
+		requested := hr.Annotations[requestedAtAnnotation] != done.For.handledReconcileAt
+		if done.Attempt == attemptOf(hr, sc.desired) && !requested {
 			return r.runOutcome(ctx, sc)
 		}
 		// The spec, the chart or the values changed while Helm ran, or a
@@ -273,7 +275,7 @@ func (r *Reconciler) runOutcome(ctx context.Context, sc *releaseScope) (ctrl.Res
 	case sc.run.Next == helm.ActionStalled:
 		// Retries are exhausted: only a new spec, values or a reconcile
 		// request (all of which trigger a reconcile) tries again.
-		return ctrl.Result{}, kit.Terminal(kraanv1.ReasonRetriesExceeded, errors.New(stalledMessage(sc)))
+		return ctrl.Result{}, outcome.Terminal(kraanv1.ReasonRetriesExceeded, errors.New(stalledMessage(sc)))
 	case sc.run.Next != helm.ActionNone:
 		// The engine took its maximum of steps in that run; go on at once.
 		r.startRun(ctx, sc)
@@ -287,19 +289,19 @@ func classifyRunError(err error) error {
 	var later *helm.RetryLater
 	if errors.As(err, &later) {
 		// RetryOnFailure: no back-off, the strategy's interval.
-		return kit.Waiting(kraanv1.ReasonRetryOnFailure, later.After, err)
+		return outcome.Waiting(kraanv1.ReasonRetryOnFailure, later.After, err)
 	}
 	var unjudgeable *rollout.HealthCheckError
 	if errors.As(err, &unjudgeable) {
 		// A health check expression cannot judge an object: the
 		// expression must change, retrying gives the same answer.
-		return kit.Terminal(kraanv1.ReasonInvalidCELExpression, err)
+		return outcome.Terminal(kraanv1.ReasonInvalidCELExpression, err)
 	}
 	if apierrors.IsForbidden(err) {
 		// The message names the verb, the resource and the service account.
-		return kit.Terminal(kraanv1.ReasonAccessDenied, err)
+		return outcome.Terminal(kraanv1.ReasonAccessDenied, err)
 	}
-	return kit.Transient(kraanv1.ReasonReconcileError, err)
+	return outcome.Transient(kraanv1.ReasonReconcileError, err)
 }
 
 // reconcileDrift compares an in-sync release with the cluster, when
@@ -317,7 +319,7 @@ func (r *Reconciler) reconcileDrift(ctx context.Context, sc *releaseScope) (ctrl
 	}
 	report, err := r.Engine.CheckDrift(ctx, sc.target, latest, &hr.Spec)
 	if err != nil {
-		return ctrl.Result{}, kit.Transient(kraanv1.ReasonReconcileError, err)
+		return ctrl.Result{}, outcome.Transient(kraanv1.ReasonReconcileError, err)
 	}
 	setDriftCondition(hr, report)
 	switch {

@@ -7,9 +7,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
@@ -45,7 +45,7 @@ func healthCheckExprsOf(checks []kraanv1.CustomHealthCheck) []rollout.HealthChec
 func (r *Reconciler) reconcileHealthChecks(_ context.Context, sc *releaseScope) (ctrl.Result, error) {
 	_, exprs := waitOf(r.HelmDefaults, &sc.hr.Spec)
 	if err := rollout.ValidateHealthCheckExprs(exprs); err != nil {
-		err = kit.Terminal(kraanv1.ReasonInvalidCELExpression, fmt.Errorf("spec.%w", err))
+		err = outcome.Terminal(kraanv1.ReasonInvalidCELExpression, fmt.Errorf("spec.%w", err))
 		r.Events.Warning(sc.hr, kraanv1.ReasonInvalidCELExpression, err.Error())
 		return ctrl.Result{}, err
 	}

@@ -8,9 +8,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/defaults"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
@@ -52,7 +52,7 @@ func TestClassifyRunError_healthCheckErrorIsTerminal(t *testing.T) {
 	g := NewWithT(t)
 	cause := &rollout.HealthCheckError{Field: "healthCheckExprs[0].current", Object: "Gizmo a/b", Err: errors.New("the expression gives a string, not a bool")}
 	err := classifyRunError(fmt.Errorf("install of release a/b failed: %w", cause))
-	var terminal *kit.TerminalError
+	var terminal *outcome.TerminalError
 	g.Expect(errors.As(err, &terminal)).To(BeTrue())
 	g.Expect(terminal.Reason).To(Equal(kraanv1.ReasonInvalidCELExpression))
 	g.Expect(err.Error()).To(ContainSubstring("healthCheckExprs[0].current: judging Gizmo a/b"))

@@ -3,9 +3,10 @@
 //
 //   - RunSteps runs a reconcile as a list of steps, each returning a result
 //     and an error, and stops at the first that halts;
-//   - the typed errors (Terminal, Waiting) and Classify decide, once, whether
-//     a failure stalls until the user changes something, waits for something
-//     else, or is retried with back-off;
+//   - ResultOf turns the classes of internal/outcome (terminal, waiting,
+//     transient: whether a failure stalls until the user changes something,
+//     waits for something else, or is retried with back-off) into what
+//     controller-runtime is told;
 //   - Summary derives Ready from a declared, ordered table of the conditions a
 //     kind owns, the way Flux's source-controller declares its owned
 //     conditions;

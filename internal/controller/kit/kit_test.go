@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 )
 
 func TestRunSteps_StopsAtTheFirstHalt(t *testing.T) {
@@ -66,27 +68,27 @@ func TestClassify_AndResultOf(t *testing.T) {
 	cases := []struct {
 		name       string
 		err        error
-		class      Class
+		class      outcome.Class
 		reason     string
 		wantResult ctrl.Result
 		wantErr    bool
 	}{
-		{"terminal, wrapped", fmt.Errorf("ctx: %w", Terminal("ChartNotFound", plain)), ClassTerminal, "ChartNotFound", ctrl.Result{}, false},
-		{"terminal with a resync", &TerminalError{Reason: "LayerTestFailed", Err: plain, Resync: time.Hour}, ClassTerminal, "LayerTestFailed", ctrl.Result{RequeueAfter: time.Hour}, false},
-		{"waiting", Waiting("DependencyNotReady", time.Minute, plain), ClassWaiting, "DependencyNotReady", ctrl.Result{RequeueAfter: time.Minute}, false},
-		{"transient", Transient("ArtifactFailed", plain), ClassTransient, "ArtifactFailed", ctrl.Result{}, true},
-		{"transient wrapping a forbidden error stays transient", Transient("X", apierrors.NewForbidden(gr, "x", plain)), ClassTransient, "X", ctrl.Result{}, true},
-		{"forbidden", apierrors.NewForbidden(gr, "x", plain), ClassTerminal, "fallback", ctrl.Result{}, false},
-		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "X"}, "x", nil), ClassTerminal, "fallback", ctrl.Result{}, false},
-		{"conflict", apierrors.NewConflict(gr, "x", plain), ClassTransient, "fallback", ctrl.Result{}, true},
-		{"server timeout", apierrors.NewServerTimeout(gr, "get", 1), ClassTransient, "fallback", ctrl.Result{}, true},
-		{"unknown", plain, ClassTransient, "fallback", ctrl.Result{}, true},
+		{"terminal, wrapped", fmt.Errorf("ctx: %w", outcome.Terminal("ChartNotFound", plain)), outcome.ClassTerminal, "ChartNotFound", ctrl.Result{}, false},
+		{"terminal with a resync", &outcome.TerminalError{Reason: "LayerTestFailed", Err: plain, Resync: time.Hour}, outcome.ClassTerminal, "LayerTestFailed", ctrl.Result{RequeueAfter: time.Hour}, false},
+		{"waiting", outcome.Waiting("DependencyNotReady", time.Minute, plain), outcome.ClassWaiting, "DependencyNotReady", ctrl.Result{RequeueAfter: time.Minute}, false},
+		{"transient", outcome.Transient("ArtifactFailed", plain), outcome.ClassTransient, "ArtifactFailed", ctrl.Result{}, true},
+		{"transient wrapping a forbidden error stays transient", outcome.Transient("X", apierrors.NewForbidden(gr, "x", plain)), outcome.ClassTransient, "X", ctrl.Result{}, true},
+		{"forbidden", apierrors.NewForbidden(gr, "x", plain), outcome.ClassTerminal, "fallback", ctrl.Result{}, false},
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "X"}, "x", nil), outcome.ClassTerminal, "fallback", ctrl.Result{}, false},
+		{"conflict", apierrors.NewConflict(gr, "x", plain), outcome.ClassTransient, "fallback", ctrl.Result{}, true},
+		{"server timeout", apierrors.NewServerTimeout(gr, "get", 1), outcome.ClassTransient, "fallback", ctrl.Result{}, true},
+		{"unknown", plain, outcome.ClassTransient, "fallback", ctrl.Result{}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(Classify(tc.err)).To(Equal(tc.class), tc.class.String())
-			g.Expect(ReasonOf(tc.err, "fallback")).To(Equal(tc.reason))
+			g.Expect(outcome.Classify(tc.err)).To(Equal(tc.class), tc.class.String())
+			g.Expect(outcome.ReasonOf(tc.err, "fallback")).To(Equal(tc.reason))
 			res, err := ResultOf(tc.err)
 			g.Expect(res).To(Equal(tc.wantResult))
 			g.Expect(err != nil).To(Equal(tc.wantErr))

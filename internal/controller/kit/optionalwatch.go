@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 )
 
 // OptionalWatch is a watch of a kind whose CRD a cluster may lack: Flux's
@@ -27,7 +29,7 @@ type OptionalWatch struct {
 
 // OptionalWatchInterval is how often the kinds not installed yet are
 // looked for.
-const OptionalWatchInterval = 10 * time.Second
+const OptionalWatchInterval = outcome.KindRecheckInterval
 
 // WatchWhenInstalled starts each watch on c as soon as its kind is
 // installed: at once for the kinds the cluster serves, later (looked for
@@ -81,12 +83,4 @@ func WatchWhenInstalled(mgr manager.Manager, c controller.Controller, watches []
 			}
 		}
 	}))
-}
-
-// KindNotInstalled is how an object waits for a kind its spec names that
-// the cluster does not serve: reason SourceKindNotInstalled, looked at again
-// after OptionalWatchInterval. provider says what installs it.
-func KindNotInstalled(reason string, err error, provider string) error {
-	return Waiting(reason, OptionalWatchInterval, fmt.Errorf("%w: the cluster has no CRD for it; %s provides it, "+
-		"and the object goes on once it is installed", err, provider))
 }

@@ -19,7 +19,6 @@ import (
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
-	"github.com/kraan-io/kraan-operator/internal/controller/chartbacked"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
 )
 
@@ -57,7 +56,7 @@ func TestHabitat_TamperedRecord_ReplacedAndDeletesNothingOutside(t *testing.T) {
 	h := habitat(ns, "redis", "", habitatv1.TopologyStandalone, 1)
 	g.Expect(k8s.Create(ctx, h)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		deployed := habitatCondition(g, ns, "redis", chartbacked.ChartDeployed)
+		deployed := habitatCondition(g, ns, "redis", kraanv1.DeployedCondition)
 		g.Expect(deployed).NotTo(BeNil())
 		g.Expect(deployed.Status).To(Equal(metav1.ConditionTrue))
 	}, timeout).Should(Succeed())
@@ -80,7 +79,7 @@ func TestHabitat_TamperedRecord_ReplacedAndDeletesNothingOutside(t *testing.T) {
 		g.Expect(habitatEventReasons(g, ns, "redis")).To(ContainElement(kraanv1.ReasonReleaseWrittenOutside))
 		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "sh.helm.release.v1.redis.v2"}, &corev1.Secret{})).
 			To(Succeed(), "the operator's own revision 2")
-		deployed := habitatCondition(g, ns, "redis", chartbacked.ChartDeployed)
+		deployed := habitatCondition(g, ns, "redis", kraanv1.DeployedCondition)
 		g.Expect(deployed).NotTo(BeNil())
 		g.Expect(deployed.Status).To(Equal(metav1.ConditionTrue))
 	}, timeout).Should(Succeed())
@@ -120,7 +119,7 @@ func TestHabitat_NameOfAHandMadeStatefulSet_IsNotTakenOver(t *testing.T) {
 
 	g.Expect(k8s.Create(ctx, habitat(ns, "db", "", habitatv1.TopologyStandalone, 1))).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		failed := habitatCondition(g, ns, "db", chartbacked.ChartReleaseFailed)
+		failed := habitatCondition(g, ns, "db", kraanv1.ReleaseFailedCondition)
 		g.Expect(failed).NotTo(BeNil())
 		g.Expect(failed.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(failed.Message).To(ContainSubstring(`StatefulSet "db" in namespace "` + ns + `"`))
