@@ -32,7 +32,9 @@ KWOK_VERSION := v0.8.0
 CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.15.0
 
-KUBE_DIR := $(TOOLS_DIR)/kube-$(K8S_VERSION)
+# The four Kubernetes commands are one binary, kubeplane (hack/tools/kube),
+# linked under their names: one link instead of four.
+KUBE_DIR := $(TOOLS_DIR)/kubeplane-$(K8S_VERSION)
 KUBE_APISERVER := $(KUBE_DIR)/kube-apiserver
 KUBE_CONTROLLER_MANAGER := $(KUBE_DIR)/kube-controller-manager
 KUBE_SCHEDULER := $(KUBE_DIR)/kube-scheduler
@@ -488,17 +490,21 @@ tools: ## Build every tool the project needs, TOOLS_JOBS at a time.
 # tool in the cache. One build per module, not one per command: the commands
 # share most of their packages, and builds running side by side (TOOLS_JOBS)
 # would each compile the shared ones. Each build's time goes to PHASES_LOG.
+# Tools are linked without symbol table and DWARF (-s -w): the linker writes
+# less, and nobody debugs them (panics still print their stacks).
 define build-tools
 	@rm -rf $(2)/.tmp && mkdir -p $(2)/.tmp
 	@echo ">> building $(notdir $(filter-out -%,$(5))) from hack/tools/$(1) into $(2) (once; $(4))"
-	cd hack/tools/$(1) && $(PHASE) "tool $(1)" $(GO) build -trimpath -ldflags "$(3)" -o $(2)/.tmp/ $(5)
+	cd hack/tools/$(1) && $(PHASE) "tool $(1)" $(GO) build -trimpath -ldflags "-s -w $(3)" -o $(2)/.tmp/ $(5)
 	@mv $(2)/.tmp/* $(2)/ && rmdir $(2)/.tmp
 endef
 
-# The four Kubernetes commands are built together (grouped target).
+# The four Kubernetes commands are one multi-call binary (grouped target):
+# kubeplane runs the command it is named as, and each name is a link to it.
 $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) &:
-	$(call build-tools,kube,$(KUBE_DIR),$(KUBE_LDFLAGS),about 8 minutes,k8s.io/kubernetes/cmd/kube-apiserver \
-		k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+	$(call build-tools,kube,$(KUBE_DIR),$(KUBE_LDFLAGS),about 6 minutes,./kubeplane)
+	@for c in $(notdir $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL)); do \
+		ln -sfn kubeplane $(KUBE_DIR)/$$c; done
 $(ETCD):
 	$(call build-tools,etcd,$(dir $@),,about 1 minute,go.etcd.io/etcd/server/v3)
 	@mv $(dir $@)server $@
@@ -605,7 +611,7 @@ $(HELM_CONTROLLER_SRC)/.complete:
 
 $(HELM_CONTROLLER): $(HELM_CONTROLLER_SRC)/.complete
 	@echo ">> building helm-controller from its module source into $(dir $@) (once; about 16 minutes on 2 shared cores)"
-	cd $(HELM_CONTROLLER_SRC) && GOFLAGS="-mod=mod -buildvcs=false" $(PHASE) "tool helm-controller" $(GO) build -trimpath -o $@.tmp .
+	cd $(HELM_CONTROLLER_SRC) && GOFLAGS="-mod=mod -buildvcs=false" $(PHASE) "tool helm-controller" $(GO) build -trimpath -ldflags "-s -w" -o $@.tmp .
 	@mv $@.tmp $@
 
 $(HELM_CONTROLLER_CRDS)/.complete: $(HELM_CONTROLLER_SRC)/.complete
