@@ -60,7 +60,7 @@ type APIServerInterruptedError struct {
 
 func (e *APIServerInterruptedError) Error() string {
 	if e.Stopped {
-		return fmt.Sprintf("the operator stopped part-way through revision %d's %s, after the Helm runs' grace period; the next attempt is not counted as a retry: %v",
+		return fmt.Sprintf("the operator stopped part-way through revision %d's %s, after the Helm runs' grace period: the revision is left pending for the next leader, not counted as a retry: %v",
 			e.Revision, e.Action, e.Err)
 	}
 	return fmt.Sprintf("the API server did not serve the %s part-way through revision %d; the next attempt, with back-off, is not counted as a retry: %v",
@@ -86,10 +86,31 @@ func interruptedByAPIServer(cfg *action.Configuration, taken ActionTaken, before
 		pending = rcommon.StatusPendingInstall
 	}
 	err := taken.Err
+	if stopped {
+		// Left as a crash leaves it: pending, as Helm wrote it before the
+		// cancelled context made it failed. The next leader then resumes
+		// the wait when every object was applied and unlocks the revision
+		// otherwise, with no failure counted either way.
+		if updateErr := restorePending(cfg, latest, pending); updateErr != nil {
+			err = errors.Join(err, fmt.Errorf("leaving revision %d pending: %w", latest.Version, updateErr))
+		}
+		return &APIServerInterruptedError{Action: taken.Action, Revision: latest.Version, Err: err, Stopped: true}
+	}
 	if updateErr := markInterrupted(cfg, latest, pending); updateErr != nil {
 		// Still not counted; unmarked, the next attempt remediates the
 		// failed revision as after any failure, which at worst reinstalls.
 		err = errors.Join(err, fmt.Errorf("marking revision %d interrupted: %w", latest.Version, updateErr))
 	}
-	return &APIServerInterruptedError{Action: taken.Action, Revision: latest.Version, Err: err, Stopped: stopped}
+	return &APIServerInterruptedError{Action: taken.Action, Revision: latest.Version, Err: err}
+}
+
+// restorePending writes rel back with the pending status and description
+// Helm gave it when its action began.
+func restorePending(cfg *action.Configuration, rel *release.Release, pending rcommon.Status) error {
+	rel.Info.Status = pending
+	rel.Info.Description = "Initial install underway"
+	if pending == rcommon.StatusPendingUpgrade {
+		rel.Info.Description = "Preparing upgrade"
+	}
+	return cfg.Releases.Update(rel)
 }

@@ -137,13 +137,13 @@ func TestEngine_Run_anActionTheAPIServerCutIsCompletedNotCounted(t *testing.T) {
 	}
 }
 
-// TestEngine_Run_anActionTheStopCutIsMarkedInterrupted: the operator stopped
-// and the Helm runs' grace period ended (internal/helmrun cancels the runs'
+// TestEngine_Run_anActionTheStopCutIsLeftPending: the operator stopped and
+// the Helm runs' grace period ended (internal/helmrun cancels the runs'
 // context) while an install was applying its objects. Helm marks the revision
-// failed; nothing about the release failed, so the engine marks it
-// interrupted, says the operator stopped, and counts no failure: the next
-// leader completes it in place.
-func TestEngine_Run_anActionTheStopCutIsMarkedInterrupted(t *testing.T) {
+// failed; nothing about the release failed, so the engine leaves it pending,
+// as a crash would, says the operator stopped, and counts no failure: the
+// next leader unlocks it (not all its objects were applied) and installs.
+func TestEngine_Run_anActionTheStopCutIsLeftPending(t *testing.T) {
 	env, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -170,9 +170,10 @@ func TestEngine_Run_anActionTheStopCutIsMarkedInterrupted(t *testing.T) {
 	var cut *APIServerInterruptedError
 	g.Expect(errors.As(err, &cut)).To(BeTrue(), "run error: %v", err)
 	g.Expect(cut.Stopped).To(BeTrue())
-	g.Expect(err).To(MatchError(ContainSubstring("the operator stopped part-way through revision 1's install")))
+	g.Expect(err).To(MatchError(ContainSubstring("the operator stopped part-way through revision 1's install, after the Helm runs' grace period: the revision is left pending")))
 	g.Expect(res.Failures).To(Equal(Failures{}), "a stop counted against the retries")
-	g.Expect(Interrupted(res.Latest)).To(BeTrue(), "the revision is not marked interrupted")
+	g.Expect(res.Latest.Info.Status.String()).To(Equal("pending-install"), "the revision is not left as a crash leaves it")
+	g.Expect(Interrupted(res.Latest)).To(BeFalse())
 
 	res, err = engine.Run(context.Background(), req)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -121,9 +121,25 @@ func (l *lifecycle) Start(ctx context.Context) error {
 	case <-timer.C:
 		log.Info("Stopping with Helm runs unfinished after the grace period: their context is cancelled, the next leader resumes their releases",
 			"runs", l.inFlight(), "gracePeriod", l.grace)
+		// A cancelled run still writes its revision back as pending (Helm
+		// marked it failed): a moment for that, so the process does not exit
+		// between the two writes.
+		l.cancel(ErrGracePeriodOver)
+		settle := time.NewTimer(min(cancelSettle, l.grace))
+		defer settle.Stop()
+		select {
+		case <-l.drained:
+		case <-settle.C:
+		}
 	}
 	return nil
 }
+
+// cancelSettle is how long a stop waits, once the runs' context is
+// cancelled, for the runs to record how they were left: within the manager's
+// --graceful-shutdown-timeout (30 s) after the default grace period (25 s);
+// never longer than the grace period itself.
+const cancelSettle = 3 * time.Second
 
 // NeedLeaderElection: only the leader runs Helm actions.
 func (l *lifecycle) NeedLeaderElection() bool { return true }
