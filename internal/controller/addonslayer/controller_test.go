@@ -345,6 +345,13 @@ func (e *layerEnv) testWaitingChecksHealthOnly(t *testing.T) {
 	}, false)
 	e.createLayer(t, "waits", "waits", "layers/one")
 	e.waitState(t, "waits", kraanv1.ApplyingState)
+	// The layer's first reconciles may still re-create an object their
+	// cache has not seen yet (a deleted object is re-created at once): count
+	// from when they are over, which is when the count stops moving.
+	g.Eventually(func(g Gomega) {
+		n := e.dryRuns.Load()
+		g.Consistently(e.dryRuns.Load, 300*time.Millisecond, 50*time.Millisecond).Should(Equal(n))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 	before := e.dryRuns.Load()
 
 	for _, step := range []string{"pulling", "creating", "waiting"} {
