@@ -63,19 +63,7 @@ func TestAPIServerUnavailable(t *testing.T) {
 // interrupted, does not count it, and the next attempt completes it in place
 // with no remediation: no uninstall, the objects keep their identity.
 func TestEngine_Run_anActionTheAPIServerCutIsCompletedNotCounted(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	fault := &writeTimeout{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WrapTransport = fault.wrap
-	engine, err := NewEngine(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(engine.Close)
+	env, fault, engine := engineWithWriteFaults(t)
 	for _, tt := range []struct {
 		name      string
 		namespace string
@@ -144,19 +132,7 @@ func TestEngine_Run_anActionTheAPIServerCutIsCompletedNotCounted(t *testing.T) {
 // as a crash would, says the operator stopped, and counts no failure: the
 // next leader unlocks it (not all its objects were applied) and installs.
 func TestEngine_Run_anActionTheStopCutIsLeftPending(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	fault := &writeTimeout{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WrapTransport = fault.wrap
-	engine, err := NewEngine(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(engine.Close)
+	env, fault, engine := engineWithWriteFaults(t)
 	g := NewWithT(t)
 	g.Expect(env.Client.Create(context.Background(), namespaceObject("cut-by-stop"))).To(Succeed())
 	req := interruptibleRequest(g, "cut-by-stop")
@@ -179,6 +155,26 @@ func TestEngine_Run_anActionTheStopCutIsLeftPending(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Next).To(Equal(ActionNone))
 	g.Expect(req.Desired.Matches(res.Latest)).To(BeTrue())
+}
+
+// engineWithWriteFaults is an engine on a fresh envtest whose writes go
+// through a writeTimeout, closed before the API server stops.
+func engineWithWriteFaults(t *testing.T) (*testenv.Env, *writeTimeout, *Engine) {
+	t.Helper()
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	fault := &writeTimeout{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = fault.wrap
+	engine, err := NewEngine(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(engine.Close)
+	return env, fault, engine
 }
 
 // writeTimeout answers the next write of a resource, once armed, as
