@@ -21,7 +21,7 @@ func timeoutOf(spec *kraanv1.HelmReleaseSpec, action *metav1.Duration) time.Dura
 	switch {
 	case action != nil:
 		return action.Duration
-	case spec != nil && spec.Timeout != nil:
+	case spec.Timeout != nil:
 		return spec.Timeout.Duration
 	default:
 		return defaultTimeout

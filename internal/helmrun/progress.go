@@ -12,7 +12,8 @@ import (
 // action has gone on for delay: the caller writes it on the object from a
 // copy of its own, since the worker that launched the run has moved on.
 type progressReporter struct {
-	delay  time.Duration
+	// delay is how long an action runs before it is reported.
+	delay  func() time.Duration
 	report func(ctx context.Context, action helm.Action)
 
 	mu      sync.Mutex
@@ -27,7 +28,7 @@ func (p *progressReporter) action(ctx context.Context, action helm.Action) {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	p.timer = time.AfterFunc(p.delay, func() {
+	p.timer = time.AfterFunc(p.delay(), func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.stopped {

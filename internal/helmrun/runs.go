@@ -74,12 +74,7 @@ func NewRun[T any](key types.NamespacedName, generation int64, interruptible boo
 
 // Superseded is closed when a newer generation ends the run's wait; nil for
 // a run whose wait is never cut short.
-func (r *Run[T]) Superseded() <-chan struct{} {
-	if r.superseded == nil {
-		return nil
-	}
-	return r.superseded
-}
+func (r *Run[T]) Superseded() <-chan struct{} { return r.superseded }
 
 // Outcome is what the engine returned.
 func (r *Run[T]) Outcome() (helm.Result, error) { return r.result, r.err }
@@ -242,9 +237,12 @@ func (rs *Runs[T]) Launch(ctx context.Context, engine *helm.Engine, r *Run[T]) {
 	}
 	rs.mu.Unlock()
 	req := r.Request
+	timeout := helm.TimeoutOf(req.Spec)
 	var progress *progressReporter
 	if r.Report != nil {
-		progress = &progressReporter{delay: rs.ProgressDelay(helm.TimeoutOf(req.Spec)), report: r.Report}
+		// The delay is the pacing's at each action, not at the launch: a
+		// wave's expected rollout grows while the run waits.
+		progress = &progressReporter{delay: func() time.Duration { return rs.ProgressDelay(timeout) }, report: r.Report}
 		req.BeforeAction = func(ctx context.Context, action helm.Action) { progress.action(ctx, action) }
 	}
 	ns := r.Key.Namespace
@@ -252,7 +250,6 @@ func (rs *Runs[T]) Launch(ctx context.Context, engine *helm.Engine, r *Run[T]) {
 		rs.slots.Release(ns)
 		return func() { _ = rs.slots.Acquire(context.Background(), ns) }
 	}
-	timeout := helm.TimeoutOf(req.Spec)
 	began := time.Now()
 	go func() {
 		var (
