@@ -67,7 +67,18 @@ func (f *Fetcher) index(ctx context.Context, r *Repository, scope string, revali
 	if e, ok := f.indexes.get(key); ok && (r.Suspended || (!revalidate && f.fresh(e.checked))) {
 		return e, nil
 	}
-	v, err := f.shared(ctx, "index\x00"+key, r.timeout(), func(ctx context.Context) (any, error) {
+	flight := "index\x00" + key
+	if revalidate {
+		// A revalidating caller must reach the repository, so it never joins
+		// a flight that may answer from the cache.
+		flight = "revalidate\x00" + key
+	}
+	v, err := f.shared(ctx, flight, r.timeout(), func(ctx context.Context) (any, error) {
+		// A caller that missed the cache just before an earlier refresh
+		// finished must not ask again.
+		if e, ok := f.indexes.get(key); ok && !revalidate && f.fresh(e.checked) {
+			return e, nil
+		}
 		return f.refreshIndex(ctx, r, key)
 	})
 	if err != nil {
