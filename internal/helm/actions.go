@@ -19,9 +19,9 @@ func (e *Engine) install(ctx context.Context, cfg *action.Configuration, req Req
 		cfg.Releases.Driver = noHistory{stored}
 		defer func() { cfg.Releases.Driver = stored }()
 	}
-	install := newInstall(cfg, req.Target, req.Spec, req.Apply, labels)
-	install.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
-	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Spec)); err != nil {
+	install := newInstall(cfg, req.Target, req.Actions, req.Apply, labels)
+	install.PostRenderer = postRendererFor(req.Actions.PostRender, req.PostRenderer)
+	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, installCRDsByEngine(req.Actions)); err != nil {
 		return nil, err
 	}
 	c, done, err := e.sandboxed(ctx, cfg, req.Target, forPostRendering(req.Desired.Chart, install.PostRenderer), req.Desired.Values,
@@ -39,9 +39,9 @@ func (e *Engine) install(ctx context.Context, cfg *action.Configuration, req Req
 
 // upgrade applies the chart's CRDs as the spec says, then upgrades.
 func (e *Engine) upgrade(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, labels map[string]string) error {
-	upgrade := newUpgrade(cfg, req.Target, req.Spec, req.Apply, obs.Latest, labels)
-	upgrade.PostRenderer = postRendererFor(req.Spec, req.PostRenderer)
-	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, upgradeCRDsPolicy(req.Spec)); err != nil {
+	upgrade := newUpgrade(cfg, req.Target, req.Actions, req.Apply, obs.Latest, labels)
+	upgrade.PostRenderer = postRendererFor(req.Actions.PostRender, req.PostRenderer)
+	if err := e.applyCRDs(ctx, req.Target, req.Desired.Chart, req.Actions.upgradeCRDs()); err != nil {
 		return err
 	}
 	c, done, err := e.sandboxedUpgrade(ctx, cfg, upgrade, req.Target,
@@ -78,7 +78,7 @@ func failureOf(rel *release.Release) string {
 // runTests runs the test hooks; a failed test is recorded in storage by Helm
 // (the hook's phase) and returned as an error.
 func runTests(cfg *action.Configuration, req Request) error {
-	tested, cleanup, err := newTest(cfg, req.Target, req.Spec).Run(req.Target.ReleaseName)
+	tested, cleanup, err := newTest(cfg, req.Target, req.Actions).Run(req.Target.ReleaseName)
 	if cleanup != nil {
 		// Helm 4 leaves the deletion of the test hooks (their delete
 		// policies) to the caller, after it read their logs.

@@ -46,7 +46,7 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 		return nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	pr := postRendererFor(req.Spec, req.PostRenderer)
+	pr := postRendererFor(req.Actions.PostRender, req.PostRenderer)
 	// The engine renders with a final newline per template file when it
 	// post-renders (forPostRendering); Flux 2.8+ (which always post-renders
 	// its origin labels) and the helm 4 CLI with a post-renderer do not, and
@@ -60,7 +60,7 @@ func (e *Engine) adopt(ctx context.Context, cfg *action.Configuration, req Reque
 		strategy kraanv1.PostRenderStrategy
 	}
 	// Flux post-renders as spec.postRenderStrategy says, combined when unset.
-	fluxStrategy := cmp.Or(req.Spec.PostRenderStrategy, kraanv1.PostRenderStrategyCombined)
+	fluxStrategy := cmp.Or(req.Actions.PostRender.FluxStrategy, kraanv1.PostRenderStrategyCombined)
 	renderings := []rendering{
 		{forPostRendering(req.Desired.Chart, pr), pr, req.Target.PostRenderStrategy},
 		{req.Desired.Chart, asFluxRenders(pr, rel), fluxStrategy},
@@ -108,7 +108,7 @@ func (e *Engine) renderForAdoption(ctx context.Context, cfg *action.Configuratio
 	c *chart.Chart, pr postrenderer.PostRenderer, strategy kraanv1.PostRenderStrategy) (*release.Release, error) {
 	target := req.Target
 	target.PostRenderStrategy = strategy
-	render := newInstall(cfg, target, req.Spec, ApplyMethods{}, nil)
+	render := newInstall(cfg, target, req.Actions, ApplyMethods{}, nil)
 	render.DryRunStrategy, render.SkipCRDs = action.DryRunServer, true
 	render.PostRenderer = pr
 	literal, done, err := e.sandboxed(ctx, cfg, req.Target, c, req.Desired.Values, installRelease(render))

@@ -34,7 +34,7 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 		// madeWith are the post-renderers the other client ran; spec is
 		// the engine's.
 		madeWith []postrenderer.PostRenderer
-		spec     func(*kraanv1.HelmReleaseSpec)
+		spec     func(*PostRender)
 		// blockScalars renders blockScalarTemplates besides the chart's:
 		// Helm 4 with a post-renderer (Flux 2.8+ always has one) ends
 		// them differently from the engine (helm/helm#31948).
@@ -44,17 +44,17 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 		{name: "flux", madeWith: []postrenderer.PostRenderer{fluxOrigin},
 			want: map[int]string{1: "deployed"}},
 		{name: "flux-common-metadata", madeWith: []postrenderer.PostRenderer{&commonMetadataPostRenderer{commonMetadata}, fluxOrigin},
-			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata },
+			spec: func(p *PostRender) { p.CommonMetadata = commonMetadata },
 			want: map[int]string{1: "deployed"}},
 		{name: "flux-block-scalars", madeWith: []postrenderer.PostRenderer{fluxOrigin}, blockScalars: true,
 			want: map[int]string{1: "deployed"}},
 		{name: "flux-common-metadata-block-scalars", madeWith: []postrenderer.PostRenderer{&commonMetadataPostRenderer{commonMetadata}, fluxOrigin},
-			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata }, blockScalars: true,
+			spec: func(p *PostRender) { p.CommonMetadata = commonMetadata }, blockScalars: true,
 			want: map[int]string{1: "deployed"}},
 		{name: "helm-cli", want: map[int]string{1: "deployed"}},
 		{name: "helm-cli-block-scalars", blockScalars: true, want: map[int]string{1: "deployed"}},
 		{name: "other-post-renderers", madeWith: []postrenderer.PostRenderer{fluxOrigin},
-			spec: func(s *kraanv1.HelmReleaseSpec) { s.CommonMetadata = commonMetadata },
+			spec: func(p *PostRender) { p.CommonMetadata = commonMetadata },
 			want: map[int]string{1: "superseded", 2: "deployed"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,7 +63,7 @@ func TestEngine_Run_adoptsReleasesOfOtherHelmClients(t *testing.T) {
 			g.Expect(env.Client.Create(ctx, namespaceObject(tt.name))).To(Succeed())
 			req := interruptibleRequest(g, tt.name)
 			if tt.spec != nil {
-				tt.spec(req.Spec)
+				tt.spec(&req.Actions.PostRender)
 			}
 			if tt.blockScalars {
 				req.Desired.Chart = withTemplates(req.Desired.Chart, blockScalarTemplates)

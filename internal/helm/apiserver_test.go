@@ -84,7 +84,7 @@ func TestEngine_Run_anActionTheAPIServerCutIsCompletedNotCounted(t *testing.T) {
 			ctx := context.Background()
 			g.Expect(env.Client.Create(ctx, namespaceObject(tt.namespace))).To(Succeed())
 			req := interruptibleRequest(g, tt.namespace)
-			req.Spec.Install.Remediation, req.Spec.Upgrade.Remediation = nil, nil // Flux's default: no retries
+			req.Actions.Policy = Policy{} // Flux's default: no retries
 			if tt.upgrade {
 				_, err := engine.Run(ctx, req)
 				g.Expect(err).NotTo(HaveOccurred())
@@ -136,7 +136,7 @@ func TestEngine_Run_anActionTheStopCutIsLeftPending(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(env.Client.Create(context.Background(), namespaceObject("cut-by-stop"))).To(Succeed())
 	req := interruptibleRequest(g, "cut-by-stop")
-	req.Spec.Install.Remediation = nil // Flux's default: no retries
+	req.Actions.Policy = Policy{} // Flux's default: no retries
 
 	ctx, stop := context.WithCancel(context.Background())
 	fault.cutWith(func() error { stop(); return context.Canceled })

@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
@@ -37,13 +36,13 @@ func TestEngine_Run_chartNameChange(t *testing.T) {
 			ctx := context.Background()
 			ns := "rename-" + map[bool]string{true: "reinstall", false: "inplace"}[tc.reinstall]
 			testenv.CreateNamespace(t, env.Client, ns)
-			req := noWaitRequest(ns, first, &kraanv1.HelmReleaseSpec{}, "")
+			req := noWaitRequest(ns, first, PostRender{}, "")
 			req.ReinstallOnChartNameChange = tc.reinstall
 			_, err := engine.Run(ctx, req)
 			g.Expect(err).NotTo(HaveOccurred())
 			keptUID := liveConfigMap(g, env.Client, ns, "kept").UID
 
-			req.Desired = noWaitRequest(ns, second, &kraanv1.HelmReleaseSpec{}, "").Desired
+			req.Desired = noWaitRequest(ns, second, PostRender{}, "").Desired
 			res, err := engine.Run(ctx, req)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res.Latest.Version).To(Equal(tc.revision))

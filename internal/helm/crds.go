@@ -79,17 +79,9 @@ func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 // installCRDsByEngine is the policy the engine applies before an install:
 // CreateReplace only (Helm's install creates missing CRDs itself, and never
 // replaces one).
-func installCRDsByEngine(spec *kraanv1.HelmReleaseSpec) string {
-	if policy := InstallCRDsPolicy(spec); policy == kraanv1.CRDsCreateReplace {
+func installCRDsByEngine(acts Actions) string {
+	if policy := acts.installCRDs(); policy == kraanv1.CRDsCreateReplace {
 		return policy
 	}
 	return kraanv1.CRDsSkip
-}
-
-// upgradeCRDsPolicy is spec.upgrade.crds, Skip by default as in Flux.
-func upgradeCRDsPolicy(spec *kraanv1.HelmReleaseSpec) string {
-	if spec.Upgrade == nil || spec.Upgrade.CRDs == "" {
-		return kraanv1.CRDsSkip
-	}
-	return spec.Upgrade.CRDs
 }

@@ -65,29 +65,27 @@ func withShortName(t *testing.T, data []byte) []byte {
 	return out
 }
 
-// TestInstallCRDsPolicy: Flux's reading of install.crds and the older
-// install.skipCRDs, and which part the engine applies before an install
-// (Helm's install only creates missing CRDs, so CreateReplace is the
-// engine's).
+// TestInstallCRDsPolicy: which part of the install CRDs policy the engine
+// applies before an install (Helm's install only creates missing CRDs, so
+// CreateReplace is the engine's). releasespec tests Flux's reading of
+// install.crds and install.skipCRDs.
 func TestInstallCRDsPolicy(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
-		install    *kraanv1.Install
-		want       string
+		policy     string
 		wantEngine string
 		helmSkips  bool
 	}{
-		{"default", nil, kraanv1.CRDsCreate, kraanv1.CRDsSkip, false},
-		{"skipCRDs", &kraanv1.Install{SkipCRDs: true}, kraanv1.CRDsSkip, kraanv1.CRDsSkip, true},
-		{"crds wins over skipCRDs", &kraanv1.Install{SkipCRDs: true, CRDs: kraanv1.CRDsCreate}, kraanv1.CRDsCreate, kraanv1.CRDsSkip, false},
-		{"CreateReplace is applied by the engine", &kraanv1.Install{CRDs: kraanv1.CRDsCreateReplace}, kraanv1.CRDsCreateReplace, kraanv1.CRDsCreateReplace, true},
+		{"default", "", kraanv1.CRDsSkip, false},
+		{"Create", kraanv1.CRDsCreate, kraanv1.CRDsSkip, false},
+		{"Skip", kraanv1.CRDsSkip, kraanv1.CRDsSkip, true},
+		{"CreateReplace is applied by the engine", kraanv1.CRDsCreateReplace, kraanv1.CRDsCreateReplace, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			spec := &kraanv1.HelmReleaseSpec{Install: tt.install}
-			g.Expect(InstallCRDsPolicy(spec)).To(Equal(tt.want))
-			g.Expect(installCRDsByEngine(spec)).To(Equal(tt.wantEngine))
-			g.Expect(newInstall(&action.Configuration{}, Target{}, spec, ApplyMethods{}, nil).SkipCRDs).To(Equal(tt.helmSkips))
+			acts := Actions{Install: InstallOptions{CRDs: tt.policy}}
+			g.Expect(installCRDsByEngine(acts)).To(Equal(tt.wantEngine))
+			g.Expect(newInstall(&action.Configuration{}, Target{}, acts, ApplyMethods{}, nil).SkipCRDs).To(Equal(tt.helmSkips))
 		})
 	}
 }

@@ -1,7 +1,11 @@
 package helm
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,4 +67,48 @@ func allowedToImportHelm(pkg string) bool {
 		}
 	}
 	return false
+}
+
+// kindTypes are the API types of the operator's kinds: the engine takes
+// requests in its own terms (Request, Actions), so a new kind or a new
+// field of one never reaches into it.
+var kindTypes = map[string]bool{
+	"HelmRelease": true, "HelmReleaseSpec": true, "HelmReleaseStatus": true,
+	"AddonsLayer": true, "AddonsLayerSpec": true, "AddonsLayerStatus": true,
+}
+
+// TestEngine_SpeaksNoKindsAPI parses the engine's files (tests aside) and
+// fails on any use of a kind's API type.
+func TestEngine_SpeaksNoKindsAPI(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "internal", "helm", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed := 0
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && kindTypes[sel.Sel.Name] {
+				if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "kraanv1" {
+					t.Errorf("%s uses kraanv1.%s: the engine's requests are helm.Request and helm.Actions, built by each controller",
+						filepath.Base(path), sel.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+	if parsed < 10 {
+		t.Fatalf("parsed %d files of internal/helm: the glob found too few", parsed)
+	}
 }

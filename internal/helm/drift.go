@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
 // driftFieldOwner is the field manager of drift checks (server-side dry-run
@@ -61,11 +59,20 @@ func (r DriftReport) Message() string {
 	return b.String()
 }
 
+// DriftOptions say what a drift check leaves out and whether it corrects
+// what it finds.
+type DriftOptions struct {
+	// Correct puts drifted fields back (Flux's driftDetection mode enabled).
+	Correct bool
+	// Ignore are the paths of objects that never count as drift.
+	Ignore []jsondiff.IgnoreRule
+}
+
 // CheckDrift compares the objects of rel's manifest with the cluster through
 // server-side dry-run applies (so defaults and other managers' fields do not
-// count as drift) and, when spec.driftDetection.mode is enabled, corrects the
-// drifted fields no ignore rule covers (see correctDrift).
-func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *Revision, spec *kraanv1.HelmReleaseSpec) (DriftReport, error) {
+// count as drift) and, when opts.Correct, corrects the drifted fields no
+// ignore rule covers (see correctDrift).
+func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *Revision, opts DriftOptions) (DriftReport, error) {
 	c, err := e.clientFor(target)
 	if err != nil {
 		return DriftReport{}, err
@@ -74,15 +81,14 @@ func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *Revision, s
 	if err != nil {
 		return DriftReport{}, err
 	}
-	ignore := ignoreRules(spec.DriftDetection)
-	rules, err := jsondiff.CompileIgnoreRules(ignore)
+	rules, err := jsondiff.CompileIgnoreRules(opts.Ignore)
 	if err != nil {
 		return DriftReport{}, fmt.Errorf("spec.driftDetection.ignore: %w", err)
 	}
 	// Secrets are not masked: the diff's operations are the correction
 	// patch. The report keeps only the paths, never a value.
 	diffs, err := jsondiff.UnstructuredList(ctx, c, objs, jsondiff.FieldOwner(driftFieldOwner),
-		jsondiff.IgnoreRules(ignore), jsondiff.Graceful(true),
+		jsondiff.IgnoreRules(opts.Ignore), jsondiff.Graceful(true),
 		jsondiff.ExclusionSelector{DriftDetectionAnnotation: DriftDetectionDisabled})
 	if err != nil {
 		return DriftReport{}, fmt.Errorf("comparing release %s with the cluster: %w", rel.Name, err)
@@ -99,7 +105,7 @@ func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *Revision, s
 			drifted = append(drifted, d)
 		}
 	}
-	if len(drifted) == 0 || spec.DriftDetection == nil || spec.DriftDetection.Mode != kraanv1.DriftDetectionEnabled {
+	if len(drifted) == 0 || !opts.Correct {
 		return report, nil
 	}
 	if err := correctDrift(ctx, c, owner, drifted, rules); err != nil {
@@ -124,22 +130,6 @@ func objectID(obj *unstructured.Unstructured) string {
 		return obj.GetKind() + "/" + obj.GetName()
 	}
 	return obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
-}
-
-func ignoreRules(dd *kraanv1.DriftDetection) []jsondiff.IgnoreRule {
-	if dd == nil {
-		return nil
-	}
-	rules := make([]jsondiff.IgnoreRule, 0, len(dd.Ignore))
-	for _, r := range dd.Ignore {
-		rule := jsondiff.IgnoreRule{Paths: r.Paths}
-		if t := r.Target; t != nil {
-			rule.Selector = &jsondiff.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace,
-				LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
-		}
-		rules = append(rules, rule)
-	}
-	return rules
 }
 
 // clientFor is a client acting as target's identity, on the shared mapper.

@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
 // liveDeployment is a Deployment as the cluster returns it: scaled to 3 by
@@ -126,23 +124,23 @@ func TestValueAt(t *testing.T) {
 // to every object without a target.
 func TestIgnoredPaths(t *testing.T) {
 	g := NewWithT(t)
-	rule := func(path string, target *kraanv1.ObjectSelector) kraanv1.IgnoreRule {
-		return kraanv1.IgnoreRule{Paths: []string{path}, Target: target}
+	rule := func(path string, target *jsondiff.Selector) jsondiff.IgnoreRule {
+		return jsondiff.IgnoreRule{Paths: []string{path}, Selector: target}
 	}
-	rules, err := jsondiff.CompileIgnoreRules(ignoreRules(&kraanv1.DriftDetection{Ignore: []kraanv1.IgnoreRule{
+	rules, err := jsondiff.CompileIgnoreRules([]jsondiff.IgnoreRule{
 		rule("/everywhere", nil),
-		rule("/kind", &kraanv1.ObjectSelector{Kind: "Deployment"}),
-		rule("/other-kind", &kraanv1.ObjectSelector{Kind: "StatefulSet"}),
-		rule("/group", &kraanv1.ObjectSelector{Group: "apps", Version: "v1"}),
-		rule("/name", &kraanv1.ObjectSelector{Name: "ap.*"}),
-		rule("/other-name", &kraanv1.ObjectSelector{Name: "a"}),
-		rule("/namespace", &kraanv1.ObjectSelector{Namespace: "ns"}),
-		rule("/other-namespace", &kraanv1.ObjectSelector{Namespace: "kube-system"}),
-		rule("/labels", &kraanv1.ObjectSelector{LabelSelector: "tier=web"}),
-		rule("/other-labels", &kraanv1.ObjectSelector{LabelSelector: "tier in (db)"}),
-		rule("/annotations", &kraanv1.ObjectSelector{AnnotationSelector: "scaled-by=hpa"}),
-		rule("/other-annotations", &kraanv1.ObjectSelector{AnnotationSelector: "!scaled-by"}),
-	}}))
+		rule("/kind", &jsondiff.Selector{Kind: "Deployment"}),
+		rule("/other-kind", &jsondiff.Selector{Kind: "StatefulSet"}),
+		rule("/group", &jsondiff.Selector{Group: "apps", Version: "v1"}),
+		rule("/name", &jsondiff.Selector{Name: "ap.*"}),
+		rule("/other-name", &jsondiff.Selector{Name: "a"}),
+		rule("/namespace", &jsondiff.Selector{Namespace: "ns"}),
+		rule("/other-namespace", &jsondiff.Selector{Namespace: "kube-system"}),
+		rule("/labels", &jsondiff.Selector{LabelSelector: "tier=web"}),
+		rule("/other-labels", &jsondiff.Selector{LabelSelector: "tier in (db)"}),
+		rule("/annotations", &jsondiff.Selector{AnnotationSelector: "scaled-by=hpa"}),
+		rule("/other-annotations", &jsondiff.Selector{AnnotationSelector: "!scaled-by"}),
+	})
 	g.Expect(err).NotTo(HaveOccurred())
 	obj := liveDeployment()
 	obj.SetLabels(map[string]string{"tier": "web"})
@@ -229,10 +227,10 @@ func TestEngine_CheckDrift_correctsOnlyWhatIsNotIgnored(t *testing.T) {
 	})
 
 	rel := &Revision{Name: "app", Namespace: ns, Manifest: driftManifest, Trust: RecordVerified}
-	spec := &kraanv1.HelmReleaseSpec{DriftDetection: &kraanv1.DriftDetection{Mode: kraanv1.DriftDetectionEnabled, Ignore: []kraanv1.IgnoreRule{
-		{Paths: []string{"/spec/replicas"}, Target: &kraanv1.ObjectSelector{Kind: "Deployment"}},
-		{Paths: []string{"/metadata/labels/ops.example.com~1tuned"}, Target: &kraanv1.ObjectSelector{Kind: "ConfigMap", Name: "sett.*", LabelSelector: "tier=web"}},
-	}}}
+	spec := DriftOptions{Correct: true, Ignore: []jsondiff.IgnoreRule{
+		{Paths: []string{"/spec/replicas"}, Selector: &jsondiff.Selector{Kind: "Deployment"}},
+		{Paths: []string{"/metadata/labels/ops.example.com~1tuned"}, Selector: &jsondiff.Selector{Kind: "ConfigMap", Name: "sett.*", LabelSelector: "tier=web"}},
+	}}
 	target := Target{ReleaseName: "app", Namespace: ns, StorageNamespace: ns}
 	report, err := engine.CheckDrift(ctx, target, rel, spec)
 	g.Expect(err).NotTo(HaveOccurred())

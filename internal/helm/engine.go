@@ -218,23 +218,23 @@ func (t Target) tenant() string {
 	return t.StorageNamespace
 }
 
-// Uninstall removes the release, honouring spec.uninstall. A release that is
+// Uninstall removes the release as acts.Uninstall says. A release that is
 // not in storage is already gone.
-func (e *Engine) Uninstall(ctx context.Context, target Target, spec *kraanv1.HelmReleaseSpec) error {
-	return e.UninstallPausing(ctx, target, spec, nil)
+func (e *Engine) Uninstall(ctx context.Context, target Target, acts Actions) error {
+	return e.UninstallPausing(ctx, target, acts, nil)
 }
 
 // UninstallPausing is Uninstall, calling pause when it starts waiting for
 // the release's objects to go and the function pause returns when it stops
 // (as Request.Pause does for a run): a caller bounding the uninstalls that
 // work at once frees the place while one waits.
-func (e *Engine) UninstallPausing(ctx context.Context, target Target, spec *kraanv1.HelmReleaseSpec, pause func() func()) error {
+func (e *Engine) UninstallPausing(ctx context.Context, target Target, acts Actions, pause func() func()) error {
 	logs := &logTail{}
 	cfg, err := e.configFor(target, logs.handler(logr.FromContextOrDiscard(ctx)), pause)
 	if err != nil {
 		return err
 	}
-	uninstall := newUninstall(cfg, spec)
+	uninstall := newUninstall(cfg, acts)
 	uninstall.DisableHooks = uninstall.DisableHooks || !hooksOfLatestReplayable(cfg, target.ReleaseName)
 	// Helm's IgnoreNotFound ignores any error reading the history, a
 	// forbidden one included: an impersonated account without rights would

@@ -2,9 +2,6 @@ package helm
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -19,26 +16,6 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
-
-// PostRenderersDigest identifies spec.postRenderers and spec.commonMetadata
-// together, with spec.postRenderStrategy when it is set: a change to any of
-// them changes what is deployed (the strategy decides whether hooks are
-// post-rendered), so it upgrades the release. It is empty when there are no
-// post-renderers, which matches releases made before (or without) them; an
-// unset strategy leaves the digest as it was before the field existed, so
-// the operator's new default does not upgrade every release.
-func PostRenderersDigest(spec *kraanv1.HelmReleaseSpec) string {
-	if len(spec.PostRenderers) == 0 && spec.CommonMetadata == nil {
-		return ""
-	}
-	data, _ := json.Marshal(struct {
-		PostRenderers      []kraanv1.PostRenderer     `json:"postRenderers,omitempty"`
-		CommonMetadata     *kraanv1.CommonMetadata    `json:"commonMetadata,omitempty"`
-		PostRenderStrategy kraanv1.PostRenderStrategy `json:"postRenderStrategy,omitempty"`
-	}{spec.PostRenderers, spec.CommonMetadata, spec.PostRenderStrategy})
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
 
 // chain runs post-renderers in order; nil ones are skipped.
 type chain []postrenderer.PostRenderer
@@ -56,15 +33,15 @@ func (c chain) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 // postRendererFor is what Helm runs over a release's rendered manifest, in
 // Flux's order: spec.postRenderers, then spec.commonMetadata, then last, the
 // caller's own (owner references), which nil skips.
-func postRendererFor(spec *kraanv1.HelmReleaseSpec, last postrenderer.PostRenderer) postrenderer.PostRenderer {
+func postRendererFor(pr PostRender, last postrenderer.PostRenderer) postrenderer.PostRenderer {
 	var c chain
-	for i, p := range spec.PostRenderers {
-		if p.Kustomize != nil {
-			c = append(c, &kustomizePostRenderer{index: i, spec: p.Kustomize})
+	for i, k := range pr.Kustomize {
+		if k != nil {
+			c = append(c, &kustomizePostRenderer{index: i, spec: k})
 		}
 	}
-	if spec.CommonMetadata != nil {
-		c = append(c, &commonMetadataPostRenderer{spec.CommonMetadata})
+	if pr.CommonMetadata != nil {
+		c = append(c, &commonMetadataPostRenderer{pr.CommonMetadata})
 	}
 	if last != nil {
 		c = append(c, last)

@@ -2,8 +2,6 @@ package helm
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -48,14 +46,14 @@ func objectsOf(g Gomega, out *bytes.Buffer) map[string]*unstructured.Unstructure
 // commonMetadata over everything, overriding the chart's own label.
 func TestPostRenderers_InFluxOrder(t *testing.T) {
 	g := NewWithT(t)
-	spec := &kraanv1.HelmReleaseSpec{
-		PostRenderers: []kraanv1.PostRenderer{{Kustomize: &kraanv1.KustomizePostRenderer{
+	spec := PostRender{
+		Kustomize: []*kraanv1.KustomizePostRenderer{{
 			Patches: []kraanv1.KustomizePatch{
 				{Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n"},
 				{Patch: "- op: add\n  path: /data/patched\n  value: json6902\n", Target: &kraanv1.ObjectSelector{Kind: "ConfigMap", LabelSelector: "team=chart"}},
 			},
 			Images: []kraanv1.KustomizeImage{{Name: "nginx", NewName: "registry.local/nginx", NewTag: "1.27"}},
-		}}},
+		}},
 		CommonMetadata: &kraanv1.CommonMetadata{Labels: map[string]string{"team": "platform"}, Annotations: map[string]string{"owner": "ops"}},
 	}
 	out, err := postRendererFor(spec, nil).Run(bytes.NewBufferString(renderedApp))
@@ -77,7 +75,7 @@ func TestPostRenderers_InFluxOrder(t *testing.T) {
 }
 
 func TestPostRenderers_NoneIsNil(t *testing.T) {
-	NewWithT(t).Expect(postRendererFor(&kraanv1.HelmReleaseSpec{}, nil)).To(BeNil())
+	NewWithT(t).Expect(postRendererFor(PostRender{}, nil)).To(BeNil())
 }
 
 // TestPostRenderers_BadPatchNamesTheRenderer: errors a user can act on.
@@ -89,36 +87,12 @@ func TestPostRenderers_BadPatchNamesTheRenderer(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			spec := &kraanv1.HelmReleaseSpec{PostRenderers: []kraanv1.PostRenderer{
-				{Kustomize: &kraanv1.KustomizePostRenderer{}},
-				{Kustomize: &kraanv1.KustomizePostRenderer{Patches: []kraanv1.KustomizePatch{p}}},
+			spec := PostRender{Kustomize: []*kraanv1.KustomizePostRenderer{
+				{},
+				{Patches: []kraanv1.KustomizePatch{p}},
 			}}
 			_, err := postRendererFor(spec, nil).Run(bytes.NewBufferString(renderedApp))
 			g.Expect(err).To(MatchError(ContainSubstring("spec.postRenderers[1].kustomize: ")))
 		})
 	}
-}
-
-func TestPostRenderersDigest(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(PostRenderersDigest(&kraanv1.HelmReleaseSpec{})).To(BeEmpty())
-	a := PostRenderersDigest(&kraanv1.HelmReleaseSpec{CommonMetadata: &kraanv1.CommonMetadata{Labels: map[string]string{"a": "1"}}})
-	b := PostRenderersDigest(&kraanv1.HelmReleaseSpec{CommonMetadata: &kraanv1.CommonMetadata{Labels: map[string]string{"a": "2"}}})
-	g.Expect(a).To(HavePrefix("sha256:"))
-	g.Expect(a).NotTo(Equal(b))
-	// The digest of a spec without postRenderStrategy is the one releases
-	// recorded before the field existed: sha256 of {"commonMetadata":{"labels":{"a":"1"}}}.
-	g.Expect(a).To(Equal("sha256:" + sha256Hex(`{"commonMetadata":{"labels":{"a":"1"}}}`)))
-	separate := PostRenderersDigest(&kraanv1.HelmReleaseSpec{
-		CommonMetadata:     &kraanv1.CommonMetadata{Labels: map[string]string{"a": "1"}},
-		PostRenderStrategy: kraanv1.PostRenderStrategySeparate,
-	})
-	g.Expect(separate).NotTo(Equal(a), "a new strategy changes which objects are post-rendered: it must upgrade")
-	g.Expect(PostRenderersDigest(&kraanv1.HelmReleaseSpec{PostRenderStrategy: kraanv1.PostRenderStrategySeparate})).
-		To(BeEmpty(), "a strategy without post-renderers changes nothing")
-}
-
-func sha256Hex(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
 }

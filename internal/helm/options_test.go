@@ -6,8 +6,6 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/action"
 	release "helm.sh/helm/v4/pkg/release/v1"
-
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
 // TestActions_ForceUnderEachApplyMethod: under server-side apply every
@@ -36,8 +34,7 @@ func TestActions_ForceUnderEachApplyMethod(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			spec := &kraanv1.HelmReleaseSpec{Upgrade: &kraanv1.Upgrade{Force: tt.force},
-				Rollback: &kraanv1.Rollback{Force: tt.force}}
+			spec := Actions{Upgrade: UpgradeOptions{Force: tt.force}, Rollback: RollbackOptions{Force: tt.force}}
 			apply := ApplyMethods{Upgrade: tt.method, Rollback: tt.method}
 			up := newUpgrade(&action.Configuration{}, Target{}, spec, apply, tt.from, map[string]string{})
 			g.Expect([]any{up.ServerSideApply, up.ForceReplace, up.ForceConflicts}).
@@ -54,7 +51,7 @@ func TestActions_ForceUnderEachApplyMethod(t *testing.T) {
 // with takeOwnership), as Flux's does.
 func TestNewInstall_ForcesConflictsOnlyServerSide(t *testing.T) {
 	g := NewWithT(t)
-	spec := &kraanv1.HelmReleaseSpec{}
+	spec := Actions{}
 	ssa := newInstall(&action.Configuration{}, Target{}, spec, ApplyMethods{Install: ApplyEnabled}, nil)
 	g.Expect([]bool{ssa.ServerSideApply, ssa.ForceConflicts}).To(Equal([]bool{true, true}))
 	csa := newInstall(&action.Configuration{}, Target{}, spec, ApplyMethods{Install: ApplyDisabled}, nil)

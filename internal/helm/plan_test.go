@@ -7,8 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
-
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
 func rel(version int, status rcommon.Status, hooks ...*release.Hook) *release.Release {
@@ -37,12 +35,12 @@ func namedTestHook(name string, phase release.HookPhase) *release.Hook {
 
 func TestTestSelected(t *testing.T) {
 	g := NewWithT(t)
-	exclude := []kraanv1.TestFilter{{Name: "slow", Exclude: true}}
-	g.Expect(testSelected(exclude, "slow")).To(BeFalse())
-	g.Expect(testSelected(exclude, "smoke")).To(BeTrue())
-	include := []kraanv1.TestFilter{{Name: "smoke"}, {Name: "slow", Exclude: true}}
-	g.Expect(testSelected(include, "smoke")).To(BeTrue())
-	g.Expect(testSelected(include, "other")).To(BeFalse())
+	exclude := TestOptions{Filters: []TestFilter{{Name: "slow", Exclude: true}}}
+	g.Expect(exclude.Selected("slow")).To(BeFalse())
+	g.Expect(exclude.Selected("smoke")).To(BeTrue())
+	include := TestOptions{Filters: []TestFilter{{Name: "smoke"}, {Name: "slow", Exclude: true}}}
+	g.Expect(include.Selected("smoke")).To(BeTrue())
+	g.Expect(include.Selected("other")).To(BeFalse())
 }
 
 func TestPlan(t *testing.T) {

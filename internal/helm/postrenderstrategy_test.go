@@ -2,6 +2,9 @@ package helm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -36,26 +39,39 @@ func templatedChart(name string, files map[string]string) *chart.Chart {
 
 // noWaitRequest installs c as release "app" in namespace ns without waits
 // (envtest runs no controllers), post-rendering hooks as strategy says.
-func noWaitRequest(ns string, c *chart.Chart, spec *kraanv1.HelmReleaseSpec, strategy kraanv1.PostRenderStrategy) Request {
-	noWait := kraanv1.ActionOptions{DisableWait: true}
-	spec.Install = &kraanv1.Install{ActionOptions: noWait}
-	spec.Upgrade = &kraanv1.Upgrade{ActionOptions: noWait}
-	spec.Uninstall = &kraanv1.Uninstall{DisableWait: true}
+func noWaitRequest(ns string, c *chart.Chart, pr PostRender, strategy kraanv1.PostRenderStrategy) Request {
+	noWait := WaitOptions{DisableWait: true}
 	return Request{
 		Target:  Target{ReleaseName: "app", Namespace: ns, StorageNamespace: ns, PostRenderStrategy: strategy},
-		Desired: Desired{Chart: c, ChartDigest: "sha256:" + c.Metadata.Name, PostRenderersDigest: PostRenderersDigest(spec)},
-		Spec:    spec,
+		Desired: Desired{Chart: c, ChartDigest: "sha256:" + c.Metadata.Name, PostRenderersDigest: postRenderDigest(pr)},
+		Actions: Actions{
+			Install:    InstallOptions{WaitOptions: noWait},
+			Upgrade:    UpgradeOptions{WaitOptions: noWait},
+			Uninstall:  UninstallOptions{DisableWait: true},
+			PostRender: pr,
+		},
 	}
 }
 
-// labelAndPatchConfigMaps is a spec whose kustomize post-renderer patches
-// every ConfigMap and whose commonMetadata labels every object.
-func labelAndPatchConfigMaps() *kraanv1.HelmReleaseSpec {
-	return &kraanv1.HelmReleaseSpec{
-		PostRenderers: []kraanv1.PostRenderer{{Kustomize: &kraanv1.KustomizePostRenderer{Patches: []kraanv1.KustomizePatch{{
+// postRenderDigest stands in for releasespec.PostRenderersDigest: empty
+// without post-renderers, and otherwise a digest that changes with them.
+func postRenderDigest(pr PostRender) string {
+	if len(pr.Kustomize) == 0 && pr.CommonMetadata == nil {
+		return ""
+	}
+	data, _ := json.Marshal(pr)
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// labelAndPatchConfigMaps is a kustomize post-renderer that patches every
+// ConfigMap, and common metadata that labels every object.
+func labelAndPatchConfigMaps() PostRender {
+	return PostRender{
+		Kustomize: []*kraanv1.KustomizePostRenderer{{Patches: []kraanv1.KustomizePatch{{
 			Patch:  "- op: add\n  path: /data/patched\n  value: kustomize\n",
 			Target: &kraanv1.ObjectSelector{Kind: "ConfigMap"},
-		}}}}},
+		}}}},
 		CommonMetadata: &kraanv1.CommonMetadata{Labels: map[string]string{"team": "platform"}},
 	}
 }
@@ -190,7 +206,7 @@ rules: []
 			g := NewWithT(t)
 			ns := "confined-" + string(strategy)
 			testenv.CreateNamespace(t, env.Client, ns)
-			req := noWaitRequest(ns, c, &kraanv1.HelmReleaseSpec{}, strategy)
+			req := noWaitRequest(ns, c, PostRender{}, strategy)
 			req.Target.Bounds = &Bounds{Owner: "Habitat " + ns + "/web", Namespace: ns, Kinds: []schema.GroupKind{
 				{Kind: "ConfigMap"}, {Group: rbacv1.GroupName, Kind: "ClusterRole"},
 			}}

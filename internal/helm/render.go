@@ -10,8 +10,6 @@ import (
 	ri "helm.sh/helm/v4/pkg/release"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 )
 
 // Preview is what an install or upgrade of a release would apply, next to
@@ -33,7 +31,7 @@ type Preview struct {
 // with the cluster's capabilities and lookups (Helm's server dry run), and
 // returns it beside the objects of the newest revision. It reads release
 // storage (Secrets in the storage namespace) and writes nothing.
-func (e *Engine) Render(ctx context.Context, target Target, desired Desired, spec *kraanv1.HelmReleaseSpec) (Preview, error) {
+func (e *Engine) Render(ctx context.Context, target Target, desired Desired, acts Actions) (Preview, error) {
 	cfg, err := e.configFor(target, slog.DiscardHandler, nil)
 	if err != nil {
 		return Preview{}, err
@@ -42,7 +40,7 @@ func (e *Engine) Render(ctx context.Context, target Target, desired Desired, spe
 	if err != nil {
 		return Preview{}, err
 	}
-	manifest, err := e.dryRun(ctx, cfg, target, desired, spec, latest)
+	manifest, err := e.dryRun(ctx, cfg, target, desired, acts, latest)
 	if err != nil {
 		return Preview{}, fmt.Errorf("rendering release %s/%s: %w", target.StorageNamespace, target.ReleaseName, err)
 	}
@@ -92,14 +90,14 @@ func (e *Engine) objectsOf(target Target, manifest string) ([]*unstructured.Unst
 // still talks to the cluster for its capabilities and lookups, and returns
 // the rendered manifest.
 func (e *Engine) dryRun(ctx context.Context, cfg *action.Configuration, target Target, desired Desired,
-	spec *kraanv1.HelmReleaseSpec, latest *release.Release) (string, error) {
+	acts Actions, latest *release.Release) (string, error) {
 	labels := desired.labels()
 	var rendered ri.Releaser
 	var err error
 	if latest == nil {
-		install := newInstall(cfg, target, spec, ApplyMethods{}, labels)
+		install := newInstall(cfg, target, acts, ApplyMethods{}, labels)
 		install.DryRunStrategy = action.DryRunServer
-		install.PostRenderer = postRendererFor(spec, nil)
+		install.PostRenderer = postRendererFor(acts.PostRender, nil)
 		c, done, sandboxErr := e.sandboxed(ctx, cfg, target, forPostRendering(desired.Chart, install.PostRenderer), desired.Values, installRelease(install))
 		if sandboxErr != nil {
 			return "", sandboxErr
@@ -107,9 +105,9 @@ func (e *Engine) dryRun(ctx context.Context, cfg *action.Configuration, target T
 		defer done()
 		rendered, err = install.RunWithContext(ctx, c, desired.Values)
 	} else {
-		upgrade := newUpgrade(cfg, target, spec, ApplyMethods{}, latest, labels)
+		upgrade := newUpgrade(cfg, target, acts, ApplyMethods{}, latest, labels)
 		upgrade.DryRunStrategy = action.DryRunServer
-		upgrade.PostRenderer = postRendererFor(spec, nil)
+		upgrade.PostRenderer = postRendererFor(acts.PostRender, nil)
 		c, done, sandboxErr := e.sandboxedUpgrade(ctx, cfg, upgrade, target,
 			forPostRendering(desired.Chart, upgrade.PostRenderer), desired.Values, latest)
 		if sandboxErr != nil {

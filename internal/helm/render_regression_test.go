@@ -74,7 +74,7 @@ var gluedSeparatorTemplates = map[string]string{
 // postRendererCase is one way the engine post-renders a release.
 type postRendererCase struct {
 	name string
-	spec func() *kraanv1.HelmReleaseSpec
+	spec func() PostRender
 	// last is the caller's post-renderer (chart-backed kinds' owner
 	// references), given the namespace and its owner.
 	last func(ns string, owner metav1.OwnerReference, e *testenv.Env) postrenderer.PostRenderer
@@ -85,33 +85,33 @@ func ownerRefs(ns string, owner metav1.OwnerReference, e *testenv.Env) postrende
 }
 
 var postRendererCases = []postRendererCase{
-	{name: "none", spec: func() *kraanv1.HelmReleaseSpec { return &kraanv1.HelmReleaseSpec{} }},
-	{name: "commonMetadata", spec: func() *kraanv1.HelmReleaseSpec {
-		return &kraanv1.HelmReleaseSpec{CommonMetadata: &kraanv1.CommonMetadata{Labels: map[string]string{"team": "platform"}}}
+	{name: "none", spec: func() PostRender { return PostRender{} }},
+	{name: "commonMetadata", spec: func() PostRender {
+		return PostRender{CommonMetadata: &kraanv1.CommonMetadata{Labels: map[string]string{"team": "platform"}}}
 	}},
-	{name: "kustomize-patches", spec: func() *kraanv1.HelmReleaseSpec {
-		return &kraanv1.HelmReleaseSpec{PostRenderers: []kraanv1.PostRenderer{{Kustomize: &kraanv1.KustomizePostRenderer{
+	{name: "kustomize-patches", spec: func() PostRender {
+		return PostRender{Kustomize: []*kraanv1.KustomizePostRenderer{{
 			Patches: []kraanv1.KustomizePatch{{
 				Patch:  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: any, labels: {patched: strategic}}\n",
 				Target: &kraanv1.ObjectSelector{Kind: "ConfigMap"},
 			}},
-		}}}}
+		}}}
 	}},
-	{name: "kustomize-images", spec: func() *kraanv1.HelmReleaseSpec {
-		return &kraanv1.HelmReleaseSpec{PostRenderers: []kraanv1.PostRenderer{{Kustomize: &kraanv1.KustomizePostRenderer{
+	{name: "kustomize-images", spec: func() PostRender {
+		return PostRender{Kustomize: []*kraanv1.KustomizePostRenderer{{
 			Images: []kraanv1.KustomizeImage{{Name: "nginx", NewTag: "1.27"}},
-		}}}}
+		}}}
 	}},
-	{name: "owner-references", spec: func() *kraanv1.HelmReleaseSpec { return &kraanv1.HelmReleaseSpec{} }, last: ownerRefs},
-	{name: "chain", spec: func() *kraanv1.HelmReleaseSpec {
-		return &kraanv1.HelmReleaseSpec{
-			PostRenderers: []kraanv1.PostRenderer{{Kustomize: &kraanv1.KustomizePostRenderer{
+	{name: "owner-references", spec: func() PostRender { return PostRender{} }, last: ownerRefs},
+	{name: "chain", spec: func() PostRender {
+		return PostRender{
+			Kustomize: []*kraanv1.KustomizePostRenderer{{
 				Patches: []kraanv1.KustomizePatch{{
 					Patch:  "- op: add\n  path: /metadata/labels\n  value: {patched: json6902}\n",
 					Target: &kraanv1.ObjectSelector{Kind: "ConfigMap"},
 				}},
 				Images: []kraanv1.KustomizeImage{{Name: "nginx", NewTag: "1.27"}},
-			}}},
+			}},
 			CommonMetadata: &kraanv1.CommonMetadata{Annotations: map[string]string{"owner": "ops"}},
 		}
 	}, last: ownerRefs},

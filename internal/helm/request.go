@@ -7,15 +7,15 @@ import (
 	"helm.sh/helm/v4/pkg/postrenderer"
 	release "helm.sh/helm/v4/pkg/release/v1"
 
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/redact"
 )
 
 // Request is one reconciliation of a release.
 type Request struct {
-	Target   Target
-	Desired  Desired
-	Spec     *kraanv1.HelmReleaseSpec
+	Target  Target
+	Desired Desired
+	// Actions say how Helm's actions run (timeouts, waits, remediation).
+	Actions  Actions
 	Failures Failures
 	// PostRenderer, when set, changes what the chart rendered before Helm
 	// applies it on install and upgrade (owner references for chart-backed kinds).

@@ -44,10 +44,10 @@ func resumable(req Request, obs Observation) (resumption, bool) {
 	)
 	switch rel.Info.Status {
 	case rcommon.StatusPendingInstall:
-		a := newInstall(&action.Configuration{}, req.Target, req.Spec, req.Apply, map[string]string{})
+		a := newInstall(&action.Configuration{}, req.Target, req.Actions, req.Apply, map[string]string{})
 		wait, jobs, hooks, timeout, hook, act = a.WaitStrategy != kube.HookOnlyStrategy, a.WaitForJobs, !a.DisableHooks, a.Timeout, release.HookPostInstall, ActionInstall
 	case rcommon.StatusPendingUpgrade:
-		a := newUpgrade(&action.Configuration{}, req.Target, req.Spec, req.Apply, obs.PreviousDeployed, map[string]string{})
+		a := newUpgrade(&action.Configuration{}, req.Target, req.Actions, req.Apply, obs.PreviousDeployed, map[string]string{})
 		if a.CleanupOnFail {
 			return resumption{}, false
 		}

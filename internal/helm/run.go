@@ -49,7 +49,7 @@ func (e *Engine) observeRelease(ctx context.Context, cfg *action.Configuration, 
 // an action failed without changing storage, or maxSteps actions were taken.
 func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 	res := Result{Failures: req.Failures}
-	policy := PolicyOf(req.Spec)
+	policy := req.Actions.Policy
 	force := req.Force
 	// known is an observation made without reading storage: none before a
 	// first install the operator's cache vouches for (Helm's install reads
@@ -269,10 +269,10 @@ func (e *Engine) act(ctx context.Context, cfg *action.Configuration, req Request
 		}
 	case ActionRollback:
 		if err = refuseUnverified(obs.PreviousDeployed, "rolling back to"); err == nil {
-			err = newRollback(cfg, req.Spec, req.Apply, obs.PreviousDeployed).Run(req.Target.ReleaseName)
+			err = newRollback(cfg, req.Actions, req.Apply, obs.PreviousDeployed).Run(req.Target.ReleaseName)
 		}
 	case ActionUninstall:
-		uninstall := newUninstall(cfg, req.Spec)
+		uninstall := newUninstall(cfg, req.Actions)
 		uninstall.DisableHooks = uninstall.DisableHooks || !replayable(obs.Latest)
 		_, err = uninstall.Run(req.Target.ReleaseName)
 		detail = reinstallDetail(req, obs)

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
@@ -99,7 +98,7 @@ func TestEngine_Run_failureBeforeStorageIsNotCounted(t *testing.T) {
 	ctx := context.Background()
 	g.Expect(env.Client.Create(ctx, namespaceObject("unknown"))).To(Succeed())
 	req := interruptibleRequest(g, "unknown")
-	req.Spec.Upgrade.Remediation = nil // Flux's default: no retries
+	req.Actions.Policy = Policy{} // Flux's default: no retries
 	_, err := engine.Run(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -110,7 +109,7 @@ func TestEngine_Run_failureBeforeStorageIsNotCounted(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("Widget")))
 	g.Expect(res.Failures).To(Equal(Failures{}), "a failure that left storage as it was counted as a failed upgrade")
 	g.Expect(res.Latest.Version).To(Equal(1))
-	g.Expect(Plan(Observation{Latest: res.Latest}, req.Desired.Matches, PolicyOf(req.Spec), res.Failures)).To(Equal(ActionUpgrade),
+	g.Expect(Plan(Observation{Latest: res.Latest}, req.Desired.Matches, req.Actions.Policy, res.Failures)).To(Equal(ActionUpgrade),
 		"the next pass must try again, not stall")
 }
 
@@ -122,17 +121,17 @@ func interruptibleRequest(g Gomega, namespace string) Request {
 	g.Expect(err).NotTo(HaveOccurred())
 	chrt, err := loader.LoadDir(filepath.Join(root, "testdata", "charts", "small"))
 	g.Expect(err).NotTo(HaveOccurred())
-	noWait := kraanv1.ActionOptions{DisableWait: true}
+	noWait := WaitOptions{DisableWait: true}
 	return Request{
 		Target:  Target{ReleaseName: "app", Namespace: namespace, StorageNamespace: namespace},
 		Desired: Desired{Chart: chrt, ChartDigest: "sha256:one", Values: map[string]any{"message": "one"}},
-		Spec: &kraanv1.HelmReleaseSpec{
-			Install: &kraanv1.Install{ActionOptions: noWait},
-			Upgrade: &kraanv1.Upgrade{ActionOptions: noWait, Remediation: &kraanv1.UpgradeRemediation{
-				Retries: 1, Strategy: kraanv1.UninstallRemediation,
-			}},
-			Rollback:  &kraanv1.Rollback{ActionOptions: noWait},
-			Uninstall: &kraanv1.Uninstall{DisableWait: true},
+		Actions: Actions{
+			Install:   InstallOptions{WaitOptions: noWait},
+			Upgrade:   UpgradeOptions{WaitOptions: noWait},
+			Rollback:  RollbackOptions{WaitOptions: noWait},
+			Uninstall: UninstallOptions{DisableWait: true},
+			// spec.upgrade.remediation: {retries: 1, strategy: uninstall}
+			Policy: Policy{UpgradeRetries: 1, UpgradeRemediateLast: true, UpgradeStrategyUninstall: true},
 		},
 	}
 }

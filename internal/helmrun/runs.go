@@ -237,7 +237,7 @@ func (rs *Runs[T]) Launch(ctx context.Context, engine *helm.Engine, r *Run[T]) {
 	}
 	rs.mu.Unlock()
 	req := r.Request
-	timeout := helm.TimeoutOf(req.Spec)
+	timeout := req.Actions.RunTimeout()
 	var progress *progressReporter
 	if r.Report != nil {
 		// The delay is the pacing's at each action, not at the launch: a

@@ -158,7 +158,6 @@ func TestLifecycle_CancelsTheRunsContextAfterTheGracePeriod(t *testing.T) {
 	rs := newTestRuns(50 * time.Millisecond)
 	key := types.NamespacedName{Namespace: "team", Name: "app"}
 	run := NewRun[struct{}](key, 1, false)
-	run.Request.Spec = &kraanv1.HelmReleaseSpec{}
 	sawCause := make(chan error, 1)
 	run.Uninstall = func(ctx context.Context, _ func() func()) error {
 		<-ctx.Done()

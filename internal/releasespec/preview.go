@@ -46,16 +46,17 @@ func PreviewRelease(ctx context.Context, engine *helm.Engine, reader client.Read
 		return nil, p.Redactor.Error(fmt.Errorf("getting the chart of HelmRelease %s/%s: %w", hr.Namespace, hr.Name, err))
 	}
 	chrt := got.Chart
-	desired := helm.Desired{Chart: chrt, ChartDigest: got.Digest, PostRenderersDigest: helm.PostRenderersDigest(&hr.Spec)}
+	acts := ActionsOf(&hr.Spec)
+	desired := helm.Desired{Chart: chrt, ChartDigest: got.Digest, PostRenderersDigest: PostRenderersDigest(&hr.Spec)}
 	desired.Values, err = ComposeValues(ctx, reader, hr, p.Redactor)
-	if err == nil && helm.SchemaValidated(&hr.Spec) {
+	if err == nil && acts.SchemaValidated() {
 		err = helm.ValidateValues(chrt, desired.Values)
 	}
 	if err != nil {
 		return nil, p.Redactor.Error(fmt.Errorf("values of HelmRelease %s/%s: %w", hr.Namespace, hr.Name, err))
 	}
 	p.ChartVersion = desired.ChartVersion()
-	p.Preview, err = engine.Render(ctx, p.Target, desired, &hr.Spec)
+	p.Preview, err = engine.Render(ctx, p.Target, desired, acts)
 	if err != nil {
 		return nil, p.Redactor.Error(err)
 	}

@@ -154,7 +154,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope) (ctrl
 	sc.result, sc.runErr = r.Engine.Run(ctx, helm.Request{
 		Target:       r.targetOf(obj),
 		Desired:      helm.Desired{Chart: r.Watch.LoadedChart, ChartDigest: r.chartDigest, Values: values},
-		Spec:         releaseSpecFor(obj),
+		Actions:      actionsFor(obj),
 		PostRenderer: r.postRenderer(obj),
 	})
 	if sc.runErr == nil && sc.result.Next == helm.ActionStalled {
@@ -180,7 +180,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unst
 			return err
 		}
 	default:
-		if err := r.Engine.Uninstall(ctx, r.targetOf(obj), releaseSpecFor(obj)); err != nil {
+		if err := r.Engine.Uninstall(ctx, r.targetOf(obj), actionsFor(obj)); err != nil {
 			return err
 		}
 	}

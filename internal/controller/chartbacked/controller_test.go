@@ -183,13 +183,13 @@ func TestReconciler_Annotations_DisableHooks(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "install-disable-hooks must skip the post-install hook")
 }
 
-func TestReleaseSpecFor_Annotations(t *testing.T) {
+func TestActionsFor_Annotations(t *testing.T) {
 	g := NewWithT(t)
 	obj := newGadget("ns", "a", nil, map[string]string{
 		AnnotationUpgradeForce: "true", AnnotationUpgradeDisableHooks: "1",
 		AnnotationUninstallDisableHooks: "yes", // invalid: false, as Operator SDK
 	})
-	spec := releaseSpecFor(obj)
+	spec := actionsFor(obj)
 	g.Expect(spec.Upgrade.Force).To(BeTrue())
 	g.Expect(spec.Upgrade.DisableHooks).To(BeTrue())
 	g.Expect(spec.Install.DisableHooks).To(BeFalse())
@@ -197,7 +197,7 @@ func TestReleaseSpecFor_Annotations(t *testing.T) {
 	g.Expect(spec.Rollback.Force).To(BeTrue(), "rollback-force defaults to true, as in Operator SDK")
 	g.Expect(spec.Uninstall.DisableWait).To(BeTrue(), "uninstall does not wait unless asked")
 
-	spec = releaseSpecFor(newGadget("ns", "b", nil, map[string]string{
+	spec = actionsFor(newGadget("ns", "b", nil, map[string]string{
 		AnnotationRollbackForce: "false", AnnotationUninstallWait: "true"}))
 	g.Expect(spec.Rollback.Force).To(BeFalse())
 	g.Expect(spec.Uninstall.DisableWait).To(BeFalse())

@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 )
 
@@ -33,7 +32,7 @@ const (
 	AnnotationReconcilePeriod = "helm.sdk.operatorframework.io/reconcile-period"
 )
 
-// releaseSpecFor returns the Helm options of obj's release. As Operator SDK,
+// actionsFor returns the Helm options of obj's release. As Operator SDK,
 // actions do not wait for readiness: the release is applied and the dependent
 // watches follow the objects. Failed installs are uninstalled and failed
 // upgrades rolled back, then retried on the next pass.
@@ -42,23 +41,23 @@ const (
 // tenant's object named like a hand-made StatefulSet of its namespace would
 // otherwise replace it. Helm then fails the action with a message naming the
 // existing object, and the object is untouched.
-func releaseSpecFor(obj client.Object) *kraanv1.HelmReleaseSpec {
+func actionsFor(obj client.Object) helm.Actions {
 	a := obj.GetAnnotations()
-	return &kraanv1.HelmReleaseSpec{
-		Install: &kraanv1.Install{ActionOptions: kraanv1.ActionOptions{
+	return helm.Actions{
+		Install: helm.InstallOptions{WaitOptions: helm.WaitOptions{
 			DisableWait:  true,
 			DisableHooks: annotationTrue(a, AnnotationInstallDisableHooks),
 		}, DisableTakeOwnership: true},
-		Upgrade: &kraanv1.Upgrade{
-			ActionOptions: kraanv1.ActionOptions{
+		Upgrade: helm.UpgradeOptions{
+			WaitOptions: helm.WaitOptions{
 				DisableWait:  true,
 				DisableHooks: annotationTrue(a, AnnotationUpgradeDisableHooks),
 			},
 			Force:                annotationTrue(a, AnnotationUpgradeForce),
 			DisableTakeOwnership: true,
 		},
-		Rollback: &kraanv1.Rollback{Force: annotationBool(a, AnnotationRollbackForce, true)},
-		Uninstall: &kraanv1.Uninstall{
+		Rollback: helm.RollbackOptions{Force: annotationBool(a, AnnotationRollbackForce, true)},
+		Uninstall: helm.UninstallOptions{
 			DisableHooks: annotationTrue(a, AnnotationUninstallDisableHooks),
 			DisableWait:  !annotationTrue(a, AnnotationUninstallWait),
 		},

@@ -19,6 +19,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helmrun"
 	"github.com/kraan-io/kraan-operator/internal/outcome"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 // namespaceUninstallGrace is how long, after its namespace began to be
@@ -129,11 +130,11 @@ func (r *Reconciler) uninstallOffWorker(ctx context.Context, sc *releaseScope, t
 		_, err := done.Outcome()
 		return false, err
 	}
-	spec := sc.hr.Spec.DeepCopy()
+	acts := releasespec.ActionsOf(&sc.hr.Spec)
 	run := helmrun.NewRun[startedFor](key, sc.hr.Generation, false)
-	run.Request = helm.Request{Target: target, Spec: spec}
+	run.Request = helm.Request{Target: target, Actions: acts}
 	run.Uninstall = func(ctx context.Context, pause func() func()) error {
-		return r.Engine.UninstallPausing(ctx, target, spec, pause)
+		return r.Engine.UninstallPausing(ctx, target, acts, pause)
 	}
 	r.runs.Launch(ctx, r.Engine, run)
 	return true, nil

@@ -10,6 +10,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 // inSync says, from the cache of Secret metadata the operator keeps anyway,
@@ -30,7 +31,7 @@ func (r *Reconciler) inSync(ctx context.Context, sc *releaseScope) bool {
 		s.LastAttemptedValuesChecksum != attemptDigest(sc.desired),
 		requestPending(hr, forceAtAnnotation, s.LastHandledForceAt),
 		requestPending(hr, resetAtAnnotation, s.LastHandledResetAt),
-		helm.PolicyOf(&hr.Spec).TestEnable && s.History[0].TestResult == "":
+		releasespec.PolicyOf(&hr.Spec).TestEnable && s.History[0].TestResult == "":
 		return false
 	}
 	latest, version, ok := r.cachedRecords(ctx, sc.target)

@@ -10,7 +10,7 @@ import (
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
-	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 // A release asking to be reconciled, or retried, more often than the
@@ -49,12 +49,12 @@ func TestReconciler_WithRetryFloor(t *testing.T) {
 			RetryInterval: &metav1.Duration{Duration: time.Hour}}},
 	}}
 	spec := r.withRetryFloor(context.Background(), hr, hr.Spec.DeepCopy())
-	policy := helm.PolicyOf(spec)
+	policy := releasespec.PolicyOf(spec)
 	g.Expect(policy.InstallRetryInterval).To(Equal(30 * time.Second))
 	g.Expect(policy.UpgradeRetryInterval).To(Equal(time.Hour))
 	g.Expect(hr.Spec.Install.Strategy.RetryInterval.Duration).To(Equal(time.Millisecond), "the object itself is not changed")
 
 	// Unset, the strategy's default applies, as before.
 	hr.Spec.Install.Strategy.RetryInterval = nil
-	g.Expect(helm.PolicyOf(r.withRetryFloor(context.Background(), hr, hr.Spec.DeepCopy())).InstallRetryInterval).To(Equal(5 * time.Minute))
+	g.Expect(releasespec.PolicyOf(r.withRetryFloor(context.Background(), hr, hr.Spec.DeepCopy())).InstallRetryInterval).To(Equal(5 * time.Minute))
 }

@@ -13,6 +13,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/helmrun"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 // A HelmRelease's Helm runs go on outside the workers (internal/helmrun):
@@ -86,7 +87,7 @@ func (r *Reconciler) startRun(ctx context.Context, sc *releaseScope) {
 		StorageEmpty: known && latest == nil,
 		Target:       sc.target,
 		Desired:      sc.desired,
-		Spec:         r.withRetryFloor(ctx, hr, hr.Spec.DeepCopy()),
+		Actions:      releasespec.ActionsOf(r.withRetryFloor(ctx, hr, hr.Spec.DeepCopy())),
 		Failures:     failures,
 		Force:        force,
 		Redactor:     &redactor,

@@ -13,6 +13,7 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
 	"github.com/kraan-io/kraan-operator/internal/outcome"
+	"github.com/kraan-io/kraan-operator/internal/releasespec"
 )
 
 // maxStatusHistory is how many release snapshots status keeps.
@@ -32,7 +33,7 @@ func summaryFor(hr *kraanv1.HelmRelease) kit.Summary {
 			UnknownReasons: []string{kraanv1.ReasonProgressing, kraanv1.ReasonRolloutQueued}},
 		{Type: kraanv1.RemediatedCondition, Failing: metav1.ConditionTrue},
 	}
-	if !helm.PolicyOf(&hr.Spec).IgnoreTestFailures {
+	if !releasespec.PolicyOf(&hr.Spec).IgnoreTestFailures {
 		owned = append(owned, kit.Owned{Type: kraanv1.TestSuccessCondition, Failing: metav1.ConditionFalse})
 	}
 	owned = append(owned, kit.Owned{Type: kraanv1.ReleasedCondition, Failing: metav1.ConditionFalse})

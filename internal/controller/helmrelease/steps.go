@@ -174,7 +174,7 @@ func (r *Reconciler) reconcileChart(ctx context.Context, sc *releaseScope) (ctrl
 	got, err := r.Charts.GetChart(ctx, sc.hr)
 	if err == nil {
 		sc.sourceRevision = got.SourceRevision
-		sc.desired = helm.Desired{Chart: got.Chart, ChartDigest: got.Digest, PostRenderersDigest: helm.PostRenderersDigest(&sc.hr.Spec)}
+		sc.desired = helm.Desired{Chart: got.Chart, ChartDigest: got.Digest, PostRenderersDigest: releasespec.PostRenderersDigest(&sc.hr.Spec)}
 		if fromRepository {
 			r.repoWatch.Track(ctx, key, repo, chartUseOf(sc.hr, sc.desired.ChartVersion()))
 		} else {
@@ -212,7 +212,7 @@ func helmRepositoryOf(hr *kraanv1.HelmRelease) (client.ObjectKey, bool) {
 // fix, not a failed install to retry and remediate.
 func (r *Reconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	values, err := releasespec.ComposeValues(ctx, r.APIReader, sc.hr, &sc.redactor)
-	if err == nil && helm.SchemaValidated(&sc.hr.Spec) {
+	if err == nil && releasespec.ActionsOf(&sc.hr.Spec).SchemaValidated() {
 		err = helm.ValidateValues(sc.desired.Chart, values)
 	}
 	var valuesErr *helm.ValuesError
@@ -317,7 +317,7 @@ func (r *Reconciler) reconcileDrift(ctx context.Context, sc *releaseScope) (ctrl
 		apimeta.RemoveStatusCondition(&hr.Status.Conditions, kraanv1.DriftedCondition)
 		return ctrl.Result{}, nil
 	}
-	report, err := r.Engine.CheckDrift(ctx, sc.target, latest, &hr.Spec)
+	report, err := r.Engine.CheckDrift(ctx, sc.target, latest, releasespec.DriftOf(&hr.Spec))
 	if err != nil {
 		return ctrl.Result{}, outcome.Transient(kraanv1.ReasonReconcileError, err)
 	}
