@@ -2,11 +2,13 @@ package helm
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/fluxcd/pkg/ssa/jsondiff"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
@@ -68,7 +70,7 @@ func resumable(req Request, obs Observation) (resumption, bool) {
 // deadline its action had (its start plus the timeout), then records the
 // outcome as Helm would have: deployed, the previous deployed revision
 // superseded, or failed with Helm's description.
-func (e *Engine) resume(cfg *action.Configuration, obs Observation, how resumption) (string, error) {
+func (e *Engine) resume(ctx context.Context, cfg *action.Configuration, target Target, obs Observation, how resumption) (string, error) {
 	rel := obs.Latest
 	resources, err := cfg.KubeClient.Build(bytes.NewBufferString(rel.Manifest), false)
 	if err != nil {
@@ -79,6 +81,13 @@ func (e *Engine) resume(cfg *action.Configuration, obs Observation, how resumpti
 			// Interrupted before all was applied: nothing to wait for.
 			return "", errNotApplied
 		}
+	}
+	// An upgrade's objects exist before it applies them (the previous
+	// revision's): waiting for them would record as deployed what was
+	// never applied, as the soak found. Only objects that already are
+	// what the revision says are waited for.
+	if applied, err := e.appliedAsRecorded(ctx, target, rel); err != nil || !applied {
+		return "", errors.Join(errNotApplied, err)
 	}
 	left := max(time.Until(rel.Info.LastDeployed.Add(how.timeout)), 0)
 	waiter, err := cfg.KubeClient.GetWaiter(waitStrategyOf(true))
@@ -117,4 +126,29 @@ func (e *Engine) resume(cfg *action.Configuration, obs Observation, how resumpti
 		return detail, fmt.Errorf("recording revision %d as deployed: %w", rel.Version, err)
 	}
 	return detail, nil
+}
+
+// appliedAsRecorded says whether every object of rel's manifest is in the
+// cluster as the manifest says: a server-side dry-run apply of each (the
+// drift check's comparison, so defaults and other managers' fields do not
+// count) changes nothing.
+func (e *Engine) appliedAsRecorded(ctx context.Context, target Target, rel *release.Release) (bool, error) {
+	c, err := e.clientFor(target)
+	if err != nil {
+		return false, err
+	}
+	objs, err := manifestObjects(rel.Manifest, target.Namespace, c.RESTMapper())
+	if err != nil {
+		return false, err
+	}
+	diffs, err := jsondiff.UnstructuredList(ctx, c, objs, jsondiff.FieldOwner(driftFieldOwner), jsondiff.Graceful(true))
+	if err != nil {
+		return false, fmt.Errorf("comparing revision %d with the cluster: %w", rel.Version, err)
+	}
+	for _, d := range diffs {
+		if d.Type == jsondiff.DiffTypeCreate || d.Type == jsondiff.DiffTypeUpdate {
+			return false, nil
+		}
+	}
+	return true, nil
 }

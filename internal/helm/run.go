@@ -229,7 +229,7 @@ func (e *Engine) take(ctx context.Context, cfg *action.Configuration, req Reques
 			if req.BeforeAction != nil {
 				req.BeforeAction(ctx, ActionResume)
 			}
-			if taken := e.resumeAction(cfg, req, obs, how); !errors.Is(taken.Err, errNotApplied) {
+			if taken := e.resumeAction(ctx, cfg, req, obs, how); !errors.Is(taken.Err, errNotApplied) {
 				return taken, nil
 			}
 		}
@@ -241,9 +241,9 @@ func (e *Engine) take(ctx context.Context, cfg *action.Configuration, req Reques
 }
 
 // resumeAction finishes an interrupted install or upgrade (resume).
-func (e *Engine) resumeAction(cfg *action.Configuration, req Request, obs Observation, how resumption) ActionTaken {
+func (e *Engine) resumeAction(ctx context.Context, cfg *action.Configuration, req Request, obs Observation, how resumption) ActionTaken {
 	start := time.Now()
-	detail, err := e.resume(cfg, obs, how)
+	detail, err := e.resume(ctx, cfg, req.Target, obs, how)
 	if err != nil {
 		err = fmt.Errorf("%s of release %s/%s failed: %w", how.action, req.Target.StorageNamespace, req.Target.ReleaseName, err)
 	}
