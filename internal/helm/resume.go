@@ -72,22 +72,9 @@ func resumable(req Request, obs Observation) (resumption, bool) {
 // superseded, or failed with Helm's description.
 func (e *Engine) resume(ctx context.Context, cfg *action.Configuration, target Target, obs Observation, how resumption) (string, error) {
 	rel := obs.Latest
-	resources, err := cfg.KubeClient.Build(bytes.NewBufferString(rel.Manifest), false)
+	resources, err := e.appliedObjects(ctx, cfg, target, rel)
 	if err != nil {
-		return "", fmt.Errorf("reading the objects of revision %d: %w", rel.Version, err)
-	}
-	for _, info := range resources {
-		if err := info.Get(); apierrors.IsNotFound(err) {
-			// Interrupted before all was applied: nothing to wait for.
-			return "", errNotApplied
-		}
-	}
-	// An upgrade's objects exist before it applies them (the previous
-	// revision's): waiting for them would record as deployed what was
-	// never applied, as the soak found. Only objects that already are
-	// what the revision says are waited for.
-	if applied, err := e.appliedAsRecorded(ctx, target, rel); err != nil || !applied {
-		return "", errors.Join(errNotApplied, err)
+		return "", err
 	}
 	left := max(time.Until(rel.Info.LastDeployed.Add(how.timeout)), 0)
 	waiter, err := cfg.KubeClient.GetWaiter(waitStrategyOf(true))
@@ -126,6 +113,29 @@ func (e *Engine) resume(ctx context.Context, cfg *action.Configuration, target T
 		return detail, fmt.Errorf("recording revision %d as deployed: %w", rel.Version, err)
 	}
 	return detail, nil
+}
+
+// appliedObjects are the objects of rel, when the interrupted action applied
+// every one of them; otherwise errNotApplied.
+func (e *Engine) appliedObjects(ctx context.Context, cfg *action.Configuration, target Target, rel *release.Release) (kube.ResourceList, error) {
+	resources, err := cfg.KubeClient.Build(bytes.NewBufferString(rel.Manifest), false)
+	if err != nil {
+		return nil, fmt.Errorf("reading the objects of revision %d: %w", rel.Version, err)
+	}
+	for _, info := range resources {
+		if err := info.Get(); apierrors.IsNotFound(err) {
+			// Interrupted before all was applied: nothing to wait for.
+			return nil, errNotApplied
+		}
+	}
+	// An upgrade's objects exist before it applies them (the previous
+	// revision's): waiting for them would record as deployed what was
+	// never applied, as the soak found. Only objects that already are
+	// what the revision says are waited for.
+	if applied, err := e.appliedAsRecorded(ctx, target, rel); err != nil || !applied {
+		return nil, errors.Join(errNotApplied, err)
+	}
+	return resources, nil
 }
 
 // appliedAsRecorded says whether every object of rel's manifest is in the

@@ -80,15 +80,20 @@ type Reconciler struct {
 // Reconcile brings one AddonsLayer towards its desired state, as a list of
 // steps; the status is written once, by finish.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return kit.Reconcile[*layerScope](ctx, r, req)
+}
+
+// Read gets the layer fresh, not from the cache: acting on a stale spec is
+// how Kraan applied a dependent before its dependencies after a version bump
+// (#64). A layer Kraan handled last is left alone.
+func (r *Reconciler) Read(ctx context.Context, req ctrl.Request) (*layerScope, bool, error) {
 	start := r.now()
 	obj := &kraanv1.AddonsLayer{}
-	// Fresh, not from the cache: acting on a stale spec is how Kraan applied a
-	// dependent before its dependencies after a version bump (#64).
 	if err := r.APIReader.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.Name)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return nil, false, err
 	}
 	if obj.AwaitsTakeOver() {
 		// Kraan's controller handled this layer last and may still run:
@@ -97,38 +102,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Metrics.awaitingTakeOver(obj.Name)
 		ctrl.LoggerFrom(ctx).Info("layer awaits take-over: its status is Kraan's; run `kubectl kraan takeover` once Kraan is stopped",
 			"state", obj.Status.State)
-		return ctrl.Result{}, nil
+		return nil, false, nil
 	}
 	sc := newLayerScope(r.Client, obj, r.now())
+	sc.started = start
 	sc.interval = r.floor.Apply(ctx, obj, "spec.interval", obj.Spec.Interval.Duration)
-	_, err := r.reconcile(ctx, sc)
-	return r.finish(ctx, sc, start, err)
+	return sc, true, nil
 }
 
-// reconcile runs the layer's steps. A step ends the reconcile with an error
-// (a layerError: the state and kit's class); a layer that went through every
+// Steps are the layer's steps. A step ends the reconcile with an error (a
+// layerError: the state and kit's class); a layer that went through every
 // step is Deployed.
-func (r *Reconciler) reconcile(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
+func (r *Reconciler) Steps(sc *layerScope) []kit.Step[*layerScope] {
 	if !sc.layer.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, sc)
+		return []kit.Step[*layerScope]{r.reconcileDelete}
 	}
+	return []kit.Step[*layerScope]{r.reconcileFinalizer,
+		r.reconcileHold, r.reconcileSource, r.reconcileRender, r.reconcileHandover,
+		r.reconcilePrerequisites, r.reconcileApply, r.reconcileReadiness, r.reconcileLayerTests,
+	}
+}
+
+// reconcileFinalizer stores the finalizer that prunes the layer's objects
+// on deletion.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
 	if err := kit.EnsureFinalizer(ctx, r.Client, sc.layer, kraanv1.Finalizer, sc.patcher); err != nil {
 		return ctrl.Result{}, failed(kraanv1.ReasonReconcileError, err)
 	}
-	return kit.RunSteps(ctx, sc,
-		r.reconcileHold, r.reconcileSource, r.reconcileRender, r.reconcileHandover,
-		r.reconcilePrerequisites, r.reconcileApply, r.reconcileReadiness, r.reconcileLayerTests,
-	)
+	return ctrl.Result{}, nil
 }
 
 // addonsLayersResource is the resource whose CRD's deletion makes a
 // layer's deletion leave its objects in place (kit.KindBeingRemoved).
 var addonsLayersResource = kraanv1.GroupVersion.WithResource("addonslayers").GroupResource()
 
-// finish reports how the steps ended (state, conditions, event, metrics),
+// Finish reports how the steps ended (state, conditions, event, metrics),
 // writes the status once, and tells controller-runtime when to come back:
-// from the error's class, or spec.interval for a Deployed layer.
-func (r *Reconciler) finish(ctx context.Context, sc *layerScope, start time.Time, err error) (ctrl.Result, error) {
+// from the error's class, or spec.interval for a Deployed layer. A step
+// ends the layer's pass with an error or not at all: res is always zero.
+func (r *Reconciler) Finish(ctx context.Context, sc *layerScope, _ ctrl.Result, err error) (ctrl.Result, error) {
 	// Errors quote object content, Secret data included: masked before
 	// anything is written, recorded or logged.
 	err = sc.redactor.Error(err)
@@ -138,7 +150,7 @@ func (r *Reconciler) finish(ctx context.Context, sc *layerScope, start time.Time
 	}
 	r.summarize(sc, out)
 	// Metrics first: whoever sees the new status sees the metrics of it.
-	r.Metrics.record(sc.layer, r.now().Sub(start))
+	r.Metrics.record(sc.layer, r.now().Sub(sc.started))
 	patchErr := r.patchStatus(ctx, sc)
 	if err == nil {
 		return ctrl.Result{RequeueAfter: out.requeue}, patchErr

@@ -35,6 +35,8 @@ type layerScope struct {
 	patcher  *kit.Patcher
 	oldState string
 	now      time.Time
+	// started is when the pass began, for its duration metric.
+	started time.Time
 	// interval is spec.interval raised to --min-reconcile-interval: how
 	// often a deployed, waiting or failed layer is looked at again.
 	interval time.Duration

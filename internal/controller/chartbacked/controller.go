@@ -75,32 +75,58 @@ type chartScope struct {
 	valuesErr error
 	// runErr is the engine's error.
 	runErr error
+	// released is set once the release step ran: only then is there
+	// anything to report.
+	released bool
 }
 
 // Reconcile brings one object's release to its spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return kit.Reconcile[*chartScope](ctx, r, req)
+}
+
+// Read gets the object, when the watch's selector chooses it.
+func (r *Reconciler) Read(ctx context.Context, req ctrl.Request) (*chartScope, bool, error) {
 	obj := r.newObject()
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return nil, false, err
 	}
 	if !r.Watch.LabelSelector.Matches(labels.Set(obj.GetLabels())) {
-		return ctrl.Result{}, nil
+		return nil, false, nil
 	}
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, obj)
+	sc := &chartScope{obj: obj}
+	if obj.GetDeletionTimestamp().IsZero() {
+		sc.period = r.periodFor(ctx, obj)
 	}
-	patcher := kit.NewPatcher(r.Client, obj)
-	// The finalizer must be stored before the first release exists, or a
-	// quick delete would leave the release behind.
-	if err := kit.EnsureFinalizer(ctx, r.Client, obj, kraanv1.ChartFinalizer, patcher); err != nil {
+	return sc, true, nil
+}
+
+// Steps uninstall the release of an object being deleted; else store the
+// finalizer, run the release and watch what it rendered.
+func (r *Reconciler) Steps(sc *chartScope) []kit.Step[*chartScope] {
+	if !sc.obj.GetDeletionTimestamp().IsZero() {
+		return []kit.Step[*chartScope]{r.reconcileDelete}
+	}
+	return []kit.Step[*chartScope]{r.reconcileFinalizer, r.reconcileRelease, r.reconcileDependents}
+}
+
+// reconcileFinalizer stores the finalizer before the first release exists,
+// or a quick delete would leave the release behind.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, sc *chartScope) (ctrl.Result, error) {
+	return ctrl.Result{}, kit.EnsureFinalizer(ctx, r.Client, sc.obj, kraanv1.ChartFinalizer, kit.NewPatcher(r.Client, sc.obj))
+}
+
+// Finish writes what the release step observed and records its failures; a
+// pass that never reached the release (a deletion, a finalizer not stored)
+// observed nothing to write.
+func (r *Reconciler) Finish(ctx context.Context, sc *chartScope, res ctrl.Result, err error) (ctrl.Result, error) {
+	if !sc.released {
+		return res, err
+	}
+	if err := r.writeStatus(ctx, sc.obj, sc); err != nil {
 		return ctrl.Result{}, err
 	}
-	sc := &chartScope{obj: obj, period: r.periodFor(ctx, obj)}
-	_, err := kit.RunSteps(ctx, sc, r.reconcileRelease, r.reconcileDependents)
-	if err := r.writeStatus(ctx, obj, sc); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.recordFailures(obj, sc)
+	r.recordFailures(sc.obj, sc)
 	return chartResult(sc, err)
 }
 
@@ -141,6 +167,7 @@ func chartResult(sc *chartScope, err error) (ctrl.Result, error) {
 // restored. Engine errors back off.
 func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope) (ctrl.Result, error) {
 	obj := sc.obj
+	sc.released = true
 	spec, _, err := unstructured.NestedMap(obj.Object, "spec")
 	if err != nil {
 		sc.valuesErr = fmt.Errorf("reading .spec: %w", err)
@@ -167,7 +194,13 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, sc *chartScope) (ctrl
 }
 
 // reconcileDelete uninstalls the release, then lets the object go.
-func (r *Reconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unstructured) error {
+func (r *Reconciler) reconcileDelete(ctx context.Context, sc *chartScope) (ctrl.Result, error) {
+	return ctrl.Result{}, r.uninstall(ctx, sc.obj)
+}
+
+// uninstall uninstalls obj's release, unless its kind is being removed, and
+// removes the finalizer.
+func (r *Reconciler) uninstall(ctx context.Context, obj *unstructured.Unstructured) error {
 	if !controllerutil.ContainsFinalizer(obj, kraanv1.ChartFinalizer) {
 		return nil
 	}

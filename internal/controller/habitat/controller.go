@@ -2,6 +2,7 @@ package habitat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -41,8 +42,11 @@ type habitatScope struct {
 	ringKeySecret string
 	peers         []string
 	readyReplicas int32
-	// reconcileSecrets: whether the Secrets the spec names hold their keys.
+	// reconcileSecrets: whether the Secrets the spec names hold their keys;
+	// no Type when they were not checked.
 	secrets metav1.Condition
+	// patcher writes the status Finish sets.
+	patcher *kit.Patcher
 }
 
 // +kubebuilder:rbac:groups=habitat.kraan.io,resources=habitats,verbs=get;list;watch;create;update;patch;delete
@@ -54,30 +58,52 @@ type habitatScope struct {
 
 // Reconcile keeps the peer list and ring key of one Habitat and reports them.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return kit.Reconcile[*habitatScope](ctx, r, req)
+}
+
+// Read gets the Habitat. One being deleted is left to garbage collection,
+// which removes what this controller made once the last Habitat owning it
+// is gone: nothing to do, and nothing to report.
+func (r *Reconciler) Read(ctx context.Context, req ctrl.Request) (*habitatScope, bool, error) {
 	obj := &habitatv1.Habitat{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return nil, false, err
 	}
 	if !obj.DeletionTimestamp.IsZero() {
-		// Garbage collection removes what this controller made once the last
-		// Habitat owning it is gone; nothing to do, and nothing to report.
-		return ctrl.Result{}, nil
+		return nil, false, nil
 	}
-	sc := &habitatScope{obj: obj, group: PeerGroup(obj)}
-	patcher := kit.NewLockingPatcher(r.Client, obj)
-	if res, err := kit.RunSteps(ctx, sc,
+	// Locking: the chart-backed controller writes the same status.
+	return &habitatScope{obj: obj, group: PeerGroup(obj), patcher: kit.NewLockingPatcher(r.Client, obj)}, true, nil
+}
+
+// Steps check the Secrets, keep the ring key and the peer list, and read
+// the StatefulSet's ready replicas.
+func (r *Reconciler) Steps(*habitatScope) []kit.Step[*habitatScope] {
+	return []kit.Step[*habitatScope]{
 		step(r.reconcileSecrets),
 		step(r.reconcileRingKey),
 		step(r.reconcilePeers),
 		step(r.observeStatefulSet),
-	); err != nil || !res.IsZero() {
-		return res, err
 	}
-	obj.Status.Peers = sc.peers
-	obj.Status.RingKeySecretName = sc.ringKeySecret
-	obj.Status.ReadyReplicas = sc.readyReplicas
-	r.setSecretsCondition(obj, sc.secrets)
-	return ctrl.Result{}, patcher.Patch(ctx, obj)
+}
+
+// Finish writes what the pass observed: everything when every step went
+// through; when one failed, the Secrets' condition if it was checked, so a
+// user sees a missing key even while the ring key or peers cannot be made.
+func (r *Reconciler) Finish(ctx context.Context, sc *habitatScope, res ctrl.Result, err error) (ctrl.Result, error) {
+	obj := sc.obj
+	if err == nil && res.IsZero() {
+		obj.Status.Peers = sc.peers
+		obj.Status.RingKeySecretName = sc.ringKeySecret
+		obj.Status.ReadyReplicas = sc.readyReplicas
+	}
+	if sc.secrets.Type != "" {
+		r.setSecretsCondition(obj, sc.secrets)
+	}
+	if patchErr := sc.patcher.Patch(ctx, obj); patchErr != nil {
+		return ctrl.Result{}, errors.Join(err, patchErr)
+	}
+	return res, err
 }
 
 // step adapts a step that can only fail to the step runner: the Habitat's

@@ -60,7 +60,9 @@ func referencedSecrets(h *habitatv1.Habitat) []secretRef {
 // watch on Secrets brings it back as soon as the Secret appears. Only names
 // and keys are read and reported, never values.
 func (r *Reconciler) reconcileSecrets(ctx context.Context, sc *habitatScope, obj *habitatv1.Habitat) error {
-	sc.secrets = metav1.Condition{Type: habitatv1.SecretsReadyCondition, Status: metav1.ConditionTrue,
+	// Set once every Secret was read: a condition from half of them would
+	// be written by Finish as if it were the whole.
+	found := metav1.Condition{Type: habitatv1.SecretsReadyCondition, Status: metav1.ConditionTrue,
 		Reason: habitatv1.ReasonSecretsFound, Message: "The Secrets the spec names hold their keys"}
 	var problems []string
 	reason := ""
@@ -81,8 +83,9 @@ func (r *Reconciler) reconcileSecrets(ctx context.Context, sc *habitatScope, obj
 		}
 	}
 	if len(problems) > 0 {
-		sc.secrets.Status, sc.secrets.Reason, sc.secrets.Message = metav1.ConditionFalse, reason, strings.Join(problems, "; ")
+		found.Status, found.Reason, found.Message = metav1.ConditionFalse, reason, strings.Join(problems, "; ")
 	}
+	sc.secrets = found
 	return nil
 }
 

@@ -2,6 +2,7 @@ package habitat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -10,10 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	habitatv1 "github.com/kraan-io/kraan-operator/api/habitat/v1alpha1"
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
@@ -109,4 +113,44 @@ func TestReconciler_SecretContentsNeverLeak(t *testing.T) {
 	log := testenv.OperatorLog().String()
 	g.Expect(log).To(ContainSubstring("canaries"), "the operator's log was captured")
 	g.Expect(testenv.CanaryLeak(log, canaries)).To(BeEmpty(), "the operator's debug log")
+}
+
+// TestReconciler_FailedPassStillReportsSecrets: a pass whose ring key cannot
+// be created (the API server refuses the Secret) still writes what it
+// checked, so the user sees the missing Secret, not an old status; the
+// fields it could not observe (the ring key Secret) keep what they said.
+func TestReconciler_FailedPassStillReportsSecrets(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	env, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	testenv.CreateNamespace(t, env.Client, "keys")
+	h := newHabitat("keys", "redis", "prod", 1)
+	h.Spec.Service.GenerateRingKey = true
+	h.Spec.Service.ConfigSecretName = "absent"
+	g.Expect(env.Client.Create(ctx, h)).To(Succeed())
+
+	refused := errors.New("secrets are refused in this test")
+	watching, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme(), Mapper: env.Client.RESTMapper()})
+	g.Expect(err).NotTo(HaveOccurred())
+	failingCreates := interceptor.NewClient(watching, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*corev1.Secret); ok {
+				return refused
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	r := &Reconciler{Client: failingCreates, Group: env.Client, APIReader: env.Client}
+	_, err = kit.Reconcile[*habitatScope](ctx, r, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(h)})
+	g.Expect(err).To(MatchError(refused))
+
+	got := &habitatv1.Habitat{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(h), got)).To(Succeed())
+	secrets := apimeta.FindStatusCondition(got.Status.Conditions, habitatv1.SecretsReadyCondition)
+	g.Expect(secrets).NotTo(BeNil(), "a failed pass wrote nothing")
+	g.Expect(secrets.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(secrets.Reason).To(Equal(habitatv1.ReasonSecretNotFound))
+	g.Expect(got.Status.RingKeySecretName).To(BeEmpty(), "a ring key that was not made is reported")
 }

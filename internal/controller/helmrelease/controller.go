@@ -173,15 +173,18 @@ func (r *Reconciler) supersedeWait(ctx context.Context, key types.NamespacedName
 	}
 }
 
-// Reconcile brings one HelmRelease towards its desired state: get, then the
-// deferred summary and status patch, deletion, finalizer, suspend, and the
-// steps.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+// Reconcile brings one HelmRelease towards its desired state (kit's
+// skeleton: Read, Steps, Finish).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return kit.Reconcile[*releaseScope](ctx, r, req)
+}
+
+// Read gets the release, unless Helm is at work on it outside the workers:
+// the end of its run re-queues it, and a newer spec ends the run's wait.
+func (r *Reconciler) Read(ctx context.Context, req ctrl.Request) (*releaseScope, bool, error) {
 	if r.runs.Active(req.NamespacedName) {
-		// Helm is at work on this release outside the workers; the end of
-		// its run re-queues it. A newer spec ends the run's wait.
 		r.supersedeWait(ctx, req.NamespacedName)
-		return ctrl.Result{}, nil
+		return nil, false, nil
 	}
 	hr, err := r.read(ctx, req.NamespacedName)
 	if err != nil {
@@ -191,26 +194,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			r.runs.Forget(req.NamespacedName)
 			r.Engine.ForgetCluster(req.String())
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return nil, false, err
 	}
-	sc := &releaseScope{hr: hr, patcher: kit.NewPatcher(r.Client, hr)}
-	defer func() {
-		result, retErr = r.finish(ctx, sc, result, retErr)
-	}()
+	return &releaseScope{hr: hr, patcher: kit.NewPatcher(r.Client, hr)}, true, nil
+}
 
-	if !hr.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, sc)
+// Steps are the deletion of a release being deleted; else the finalizer,
+// then nothing more for a suspended release, or the steps of a release.
+func (r *Reconciler) Steps(sc *releaseScope) []kit.Step[*releaseScope] {
+	if !sc.hr.DeletionTimestamp.IsZero() {
+		return []kit.Step[*releaseScope]{r.reconcileDelete}
 	}
-	// The finalizer uninstalls the release on deletion.
-	if err := kit.EnsureFinalizer(ctx, r.Client, hr, kraanv1.Finalizer, sc.patcher); err != nil {
-		return ctrl.Result{}, err
+	if sc.hr.Spec.Suspend {
+		return []kit.Step[*releaseScope]{r.reconcileFinalizer, r.reconcileSuspended}
 	}
-	if hr.Spec.Suspend {
-		ctrl.LoggerFrom(ctx).V(1).Info("Reconciliation is suspended")
-		sc.suspended = true
-		return ctrl.Result{}, nil
-	}
-	return kit.RunSteps(ctx, sc,
+	return []kit.Step[*releaseScope]{
+		r.reconcileFinalizer,
 		r.reconcileAccess,
 		r.reconcileHealthChecks,
 		r.reconcileDependencies,
@@ -219,7 +218,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.reconcileValues,
 		r.reconcileRelease,
 		r.reconcileDrift,
-	)
+	}
+}
+
+// reconcileFinalizer stores the finalizer that uninstalls the release on
+// deletion.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+	return ctrl.Result{}, kit.EnsureFinalizer(ctx, r.Client, sc.hr, kraanv1.Finalizer, sc.patcher)
+}
+
+// reconcileSuspended ends the pass of a suspended release, whose status
+// keeps what it said.
+func (r *Reconciler) reconcileSuspended(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
+	ctrl.LoggerFrom(ctx).V(1).Info("Reconciliation is suspended")
+	sc.suspended = true
+	return ctrl.Result{}, nil
 }
 
 // read gets the release from the cache, or from the API server when the

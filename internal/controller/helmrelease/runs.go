@@ -62,7 +62,7 @@ func statusDigest(hr *kraanv1.HelmRelease) string {
 	return string(sum[:])
 }
 
-// startRun prepares the run of the release's desired state; finish launches
+// startRun prepares the run of the release's desired state; Finish launches
 // it once the reconcile's own writes are done.
 func (r *Reconciler) startRun(ctx context.Context, sc *releaseScope) {
 	hr := sc.hr

@@ -78,11 +78,11 @@ func (r *Reconciler) reportProgress(ctx context.Context, sc *releaseScope, actio
 	}
 }
 
-// finish records the outcome of the steps in the conditions, summarizes
+// Finish records the outcome of the steps in the conditions, summarizes
 // Ready, writes the status once and decides the requeue from the error's
 // class: terminal errors wait for a change, waits requeue after their delay,
 // transient errors back off.
-func (r *Reconciler) finish(ctx context.Context, sc *releaseScope, res ctrl.Result, err error) (ctrl.Result, error) {
+func (r *Reconciler) Finish(ctx context.Context, sc *releaseScope, res ctrl.Result, err error) (ctrl.Result, error) {
 	hr := sc.hr
 	if sc.starting == nil && !sc.queued {
 		// Nothing to roll out now: the slot and the place in the queue go

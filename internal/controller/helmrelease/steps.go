@@ -42,7 +42,7 @@ type releaseScope struct {
 	run    helm.Result
 	runErr error
 	ran    bool
-	// starting is the run this reconcile starts, launched by finish.
+	// starting is the run this reconcile starts, launched by Finish.
 	starting *run
 	// queued is set when the run waits in the rollout queue for a slot.
 	queued bool
