@@ -78,6 +78,9 @@ type chartScope struct {
 	// released is set once the release step ran: only then is there
 	// anything to report.
 	released bool
+	// failure is the classified error the steps ended with (outcome): its
+	// reason is the one the conditions and events give.
+	failure error
 }
 
 // Reconcile brings one object's release to its spec.
@@ -123,6 +126,7 @@ func (r *Reconciler) Finish(ctx context.Context, sc *chartScope, res ctrl.Result
 	if !sc.released {
 		return res, err
 	}
+	sc.failure = err
 	if err := r.writeStatus(ctx, sc.obj, sc); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/helm"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 )
 
 // setChartStatus recomputes the status from what this pass observed: every
@@ -65,11 +66,11 @@ func setIrreconcilableCondition(conds *[]metav1.Condition, sc *chartScope, gen i
 		Message: "The release can be reconciled", ObservedGeneration: gen}
 	_, stepFailed := lastFailedAction(sc.result)
 	switch {
-	case sc.valuesErr != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kraanv1.ReasonErrorGettingValues, sc.valuesErr.Error()
-	case sc.runErr != nil && !stepFailed:
-		// The engine failed before any action: storage or the API server.
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kraanv1.ReasonReconcileError, sc.runErr.Error()
+	case sc.failure != nil && (sc.valuesErr != nil || sc.runErr != nil && !stepFailed):
+		// No values from the spec, or the engine failed before any action
+		// (storage, the API server): the reason is the one the failing step
+		// classed its error with (outcome), as for every kind.
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, outcome.ReasonOf(sc.failure, kraanv1.ReasonReconcileError), sc.failure.Error()
 	}
 	kit.SetStatusCondition(conds, c)
 }
@@ -176,7 +177,7 @@ func (r *Reconciler) recordFailures(obj *unstructured.Unstructured, sc *chartSco
 		r.Events.Warning(obj, failureReason(step.Action), step.Err.Error())
 		return
 	}
-	if sc.valuesErr != nil {
-		r.Events.Warning(obj, kraanv1.ReasonErrorGettingValues, sc.valuesErr.Error())
+	if sc.valuesErr != nil && sc.failure != nil {
+		r.Events.Warning(obj, outcome.ReasonOf(sc.failure, kraanv1.ReasonErrorGettingValues), sc.failure.Error())
 	}
 }

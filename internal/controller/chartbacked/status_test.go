@@ -1,14 +1,18 @@
 package chartbacked
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+
+	. "github.com/onsi/gomega"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/outcome"
 )
 
 // TestChartSummary_EveryCombination sets every combination of the conditions
@@ -77,4 +81,23 @@ func TestChartSummary_OnlyRegisteredConditionsCount(t *testing.T) {
 	if ready := apimeta.FindStatusCondition(conds, kraanv1.ReadyCondition); ready.Status != metav1.ConditionTrue {
 		t.Errorf("Ready %s/%s, want True: an unregistered condition counted", ready.Status, ready.Reason)
 	}
+}
+
+// TestIrreconcilable_ReasonIsTheOutcomes: the condition's reason is the one
+// the failing step classed its error with, and its message the error's.
+func TestIrreconcilable_ReasonIsTheOutcomes(t *testing.T) {
+	g := NewWithT(t)
+	condition := func(sc *chartScope) string {
+		var conds []metav1.Condition
+		setIrreconcilableCondition(&conds, sc, 1)
+		c := conds[0]
+		return string(c.Status) + "/" + c.Reason + "/" + c.Message
+	}
+	valuesErr := errors.New(".spec.size: not a number")
+	g.Expect(condition(&chartScope{valuesErr: valuesErr, failure: outcome.Terminal(kraanv1.ReasonErrorGettingValues, valuesErr)})).
+		To(Equal("True/" + kraanv1.ReasonErrorGettingValues + "/.spec.size: not a number"))
+	runErr := errors.New("release storage unreachable")
+	g.Expect(condition(&chartScope{runErr: runErr, failure: outcome.Transient(kraanv1.ReasonReconcileError, runErr)})).
+		To(Equal("True/" + kraanv1.ReasonReconcileError + "/release storage unreachable"))
+	g.Expect(condition(&chartScope{})).To(Equal("False/" + kraanv1.ReasonReconcilable + "/The release can be reconciled"))
 }
