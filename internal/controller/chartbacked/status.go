@@ -65,8 +65,7 @@ func setIrreconcilableCondition(conds *[]metav1.Condition, sc *chartScope, gen i
 	c := metav1.Condition{Type: kraanv1.IrreconcilableCondition, Status: metav1.ConditionFalse, Reason: kraanv1.ReasonReconcilable,
 		Message: "The release can be reconciled", ObservedGeneration: gen}
 	_, stepFailed := lastFailedAction(sc.result)
-	switch {
-	case sc.failure != nil && (sc.valuesErr != nil || sc.runErr != nil && !stepFailed):
+	if sc.failure != nil && (sc.valuesErr != nil || sc.runErr != nil && !stepFailed) {
 		// No values from the spec, or the engine failed before any action
 		// (storage, the API server): the reason is the one the failing step
 		// classed its error with (outcome), as for every kind.
