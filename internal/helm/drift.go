@@ -73,23 +73,14 @@ type DriftOptions struct {
 // count as drift) and, when opts.Correct, corrects the drifted fields no
 // ignore rule covers (see correctDrift).
 func (e *Engine) CheckDrift(ctx context.Context, target Target, rel *Revision, opts DriftOptions) (DriftReport, error) {
-	c, err := e.clientFor(target)
-	if err != nil {
-		return DriftReport{}, err
-	}
-	objs, err := manifestObjects(rel.Manifest, target.Namespace, c.RESTMapper())
-	if err != nil {
-		return DriftReport{}, err
-	}
 	rules, err := jsondiff.CompileIgnoreRules(opts.Ignore)
 	if err != nil {
 		return DriftReport{}, fmt.Errorf("spec.driftDetection.ignore: %w", err)
 	}
 	// Secrets are not masked: the diff's operations are the correction
 	// patch. The report keeps only the paths, never a value.
-	diffs, err := jsondiff.UnstructuredList(ctx, c, objs, jsondiff.FieldOwner(driftFieldOwner),
-		jsondiff.IgnoreRules(opts.Ignore), jsondiff.Graceful(true),
-		jsondiff.ExclusionSelector{DriftDetectionAnnotation: DriftDetectionDisabled})
+	c, diffs, err := e.compareManifest(ctx, target, rel.Manifest,
+		jsondiff.IgnoreRules(opts.Ignore), jsondiff.ExclusionSelector{DriftDetectionAnnotation: DriftDetectionDisabled})
 	if err != nil {
 		return DriftReport{}, fmt.Errorf("comparing release %s with the cluster: %w", rel.Name, err)
 	}
@@ -130,6 +121,23 @@ func objectID(obj *unstructured.Unstructured) string {
 		return obj.GetKind() + "/" + obj.GetName()
 	}
 	return obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// compareManifest compares the objects of a release's manifest with the
+// cluster through server-side dry-run applies as target's identity, so
+// defaults and other managers' fields are no difference; it returns the
+// client it compared with.
+func (e *Engine) compareManifest(ctx context.Context, target Target, manifest string, opts ...jsondiff.ListOption) (client.Client, jsondiff.DiffSet, error) {
+	c, err := e.clientFor(target)
+	if err != nil {
+		return nil, nil, err
+	}
+	objs, err := manifestObjects(manifest, target.Namespace, c.RESTMapper())
+	if err != nil {
+		return nil, nil, err
+	}
+	diffs, err := jsondiff.UnstructuredList(ctx, c, objs, append([]jsondiff.ListOption{jsondiff.FieldOwner(driftFieldOwner), jsondiff.Graceful(true)}, opts...)...)
+	return c, diffs, err
 }
 
 // clientFor is a client acting as target's identity, on the shared mapper.

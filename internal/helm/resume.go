@@ -143,15 +143,7 @@ func (e *Engine) appliedObjects(ctx context.Context, cfg *action.Configuration, 
 // drift check's comparison, so defaults and other managers' fields do not
 // count) changes nothing.
 func (e *Engine) appliedAsRecorded(ctx context.Context, target Target, rel *release.Release) (bool, error) {
-	c, err := e.clientFor(target)
-	if err != nil {
-		return false, err
-	}
-	objs, err := manifestObjects(rel.Manifest, target.Namespace, c.RESTMapper())
-	if err != nil {
-		return false, err
-	}
-	diffs, err := jsondiff.UnstructuredList(ctx, c, objs, jsondiff.FieldOwner(driftFieldOwner), jsondiff.Graceful(true))
+	_, diffs, err := e.compareManifest(ctx, target, rel.Manifest)
 	if err != nil {
 		return false, fmt.Errorf("comparing revision %d with the cluster: %w", rel.Version, err)
 	}
