@@ -27,25 +27,31 @@ MODULE := github.com/kraan-io/kraan-operator
 TOOLS_DIR ?= $(shell $(GO) env GOPATH)/kraan-tools
 
 K8S_VERSION := v1.37.2
-ETCD_VERSION := v3.6.16
-KWOK_VERSION := v0.8.0
+# etcd and kwok are built into kubeplane from hack/tools/kube: their versions
+# are the ones its go.mod requires.
+ETCD_VERSION := $(shell sed -n 's#^\tgo.etcd.io/etcd/server/v3 \(v[^ ]*\)$$#\1#p' hack/tools/kube/go.mod)
+KWOK_VERSION := $(shell sed -n 's#^\tsigs.k8s.io/kwok \(v[^ ]*\)$$#\1#p' hack/tools/kube/go.mod)
 CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.15.0
 
-# The four Kubernetes commands are one binary, kubeplane (hack/tools/kube),
-# linked under their names: one link instead of four.
-KUBE_DIR := $(TOOLS_DIR)/kubeplane-$(K8S_VERSION)
+# The control plane's six commands are one binary, kubeplane
+# (hack/tools/kube), linked under their names: their shared packages compile
+# once and link once. The directory names every version in it.
+KUBE_DIR := $(TOOLS_DIR)/kubeplane-$(K8S_VERSION)-etcd-$(ETCD_VERSION)-kwok-$(KWOK_VERSION)
 KUBE_APISERVER := $(KUBE_DIR)/kube-apiserver
 KUBE_CONTROLLER_MANAGER := $(KUBE_DIR)/kube-controller-manager
 KUBE_SCHEDULER := $(KUBE_DIR)/kube-scheduler
 KUBECTL := $(KUBE_DIR)/kubectl
-ETCD := $(TOOLS_DIR)/etcd-$(ETCD_VERSION)/etcd
-KWOK := $(TOOLS_DIR)/kwok-$(KWOK_VERSION)/kwok
-KWOK_STAGES := $(TOOLS_DIR)/kwok-$(KWOK_VERSION)/stages.yaml
+ETCD := $(KUBE_DIR)/etcd
+KWOK := $(KUBE_DIR)/kwok
+KWOK_STAGES := $(KUBE_DIR)/kwok-stages.yaml
+KUBE_COMMANDS := $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(ETCD) $(KWOK)
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
-# The Helm 4 CLI at the version the operator embeds (hack/tools/helm pins the
-# same helm.sh/helm/v4 as go.mod): the break-glass tests run it.
-HELM_CLI_VERSION := $(shell sed -n 's#^require helm.sh/helm/v4 ##p' hack/tools/helm/go.mod)
+# The Helm 4 CLI the operator embeds, built from the operator's own module
+# (go.mod's tool directive): the break-glass tests run it. Built as the tests
+# build (no -trimpath), the Helm and Kubernetes packages it shares with the
+# operator compile once for both.
+HELM_CLI_VERSION := $(shell sed -n 's#^\thelm.sh/helm/v4 \(v[^ ]*\)$$#\1#p' go.mod)
 HELM_CLI := $(TOOLS_DIR)/helm-$(HELM_CLI_VERSION)/helm
 export KRAAN_HELM_CLI := $(HELM_CLI)
 GOLANGCI_LINT := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
@@ -499,35 +505,31 @@ define build-tools
 	@mv $(2)/.tmp/* $(2)/ && rmdir $(2)/.tmp
 endef
 
-# The four Kubernetes commands are one multi-call binary (grouped target):
-# kubeplane runs the command it is named as, and each name is a link to it.
-$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) &:
-	$(call build-tools,kube,$(KUBE_DIR),$(KUBE_LDFLAGS),8 to 13 minutes on 2 cores,./kubeplane)
-	@for c in $(notdir $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL)); do \
-		ln -sfn kubeplane $(KUBE_DIR)/$$c; done
-$(ETCD):
-	$(call build-tools,etcd,$(dir $@),,about 1 minute,go.etcd.io/etcd/server/v3)
-	@mv $(dir $@)server $@
-$(KWOK):
-	$(call build-tools,kwok,$(dir $@),,about 2 minutes,sigs.k8s.io/kwok/cmd/kwok)
+# The control plane is one multi-call binary (grouped target): kubeplane runs
+# the command it is named as, and each name is a link to it.
+$(KUBE_COMMANDS) &:
+	$(call build-tools,kube,$(KUBE_DIR),$(KUBE_LDFLAGS),10 to 25 minutes on 2 cores,./kubeplane)
+	@for c in $(notdir $(KUBE_COMMANDS)); do ln -sfn kubeplane $(KUBE_DIR)/$$c; done
 $(CONTROLLER_GEN):
 	$(call build-tools,controller-gen,$(dir $@),,about 1 minute,sigs.k8s.io/controller-tools/cmd/controller-gen)
 $(GOLANGCI_LINT):
 	$(call build-tools,golangci-lint,$(dir $@),,about 3 minutes,github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
 $(HELM_CLI):
-	$(call build-tools,helm,$(dir $@),-X helm.sh/helm/v4/internal/version.version=$(HELM_CLI_VERSION),about 2 minutes,helm.sh/helm/v4/cmd/helm)
+	@rm -rf $(dir $@).tmp && mkdir -p $(dir $@).tmp
+	$(PHASE) "tool helm" $(GO) build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_CLI_VERSION)" -o $(dir $@).tmp/ helm.sh/helm/v4/cmd/helm
+	@mv $(dir $@).tmp/helm $@ && rmdir $(dir $@).tmp
 
 # kwok refuses to start without stages: take the "fast" node and pod stages and
 # the lease heartbeat shipped in kwok's own module.
 $(KWOK_STAGES): $(KWOK)
-	@dir=$$(cd hack/tools/kwok && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage; \
+	@dir=$$(cd hack/tools/kube && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage; \
 	for f in $$dir/node/fast/*.yaml $$dir/node/heartbeat-with-lease/*.yaml $$dir/pod/fast/*.yaml; do \
 		case $$f in */kustomization.yaml) continue;; esac; echo "---"; cat $$f; done > $@.tmp
 	@mv $@.tmp $@
 
-$(ASSETS): $(ETCD) $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(KWOK_STAGES)
+$(ASSETS): $(KUBE_COMMANDS) $(KWOK_STAGES)
 	@mkdir -p $(ASSETS_DIR)
-	ln -sf $(ETCD) $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(ASSETS_DIR)/
+	ln -sf $(KUBE_COMMANDS) $(ASSETS_DIR)/
 	ln -sf $(KWOK_STAGES) $(ASSETS_DIR)/kwok-stages.yaml
 	@touch $@
 

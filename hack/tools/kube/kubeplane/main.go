@@ -1,22 +1,26 @@
-// Command kubeplane is kube-apiserver, kube-controller-manager,
-// kube-scheduler and kubectl in one binary, chosen by the name it is run as
-// (the tool cache links the four names to it), the way hyperkube was.
+// Command kubeplane is the local control plane in one binary: etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok,
+// chosen by the name it is run as (the tool cache links each name to it), the
+// way hyperkube was.
 //
-// Why one binary: on a fresh 2-core machine most of a cold `make demo` went
-// into building the control plane, and a quarter of that into linking four
-// binaries of 100 MB or more that share nine tenths of their packages. One
-// link of the union costs about what one of them did. Each command is
-// upstream's own main, called as upstream calls it.
+// Why one binary: on a fresh 2-core machine a first `make demo` is almost all
+// compiling, and the control plane's commands share most of their packages
+// (gRPC, protobuf, the etcd client, client-go, OpenTelemetry): built from one
+// module, each shared package compiles once, and one link of the union costs
+// about what one of them did. Each command is upstream's own main, called as
+// upstream calls it.
 package main
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	_ "time/tzdata" // for timeZone support in CronJob
 
 	"github.com/spf13/cobra"
+	"go.etcd.io/etcd/server/v3/etcdmain"
 	_ "k8s.io/client-go/plugin/pkg/client/auth" // kubectl's client auth plugins
 	"k8s.io/component-base/cli"
 	"k8s.io/component-base/logs"
@@ -30,25 +34,39 @@ import (
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 )
 
-// servers are the commands run through cli.Run, by name.
+// servers are the Kubernetes commands run through cli.Run, by name.
 var servers = map[string]func() *cobra.Command{
 	"kube-apiserver":          apiserver.NewAPIServerCommand,
 	"kube-controller-manager": controllermanager.NewControllerManagerCommand,
 	"kube-scheduler":          func() *cobra.Command { return scheduler.NewSchedulerCommand() },
 }
 
+// commands are every name kubeplane answers to, with upstream's main for it.
+var commands = map[string]func(){
+	"etcd":    func() { etcdmain.Main(os.Args) },
+	"kubectl": runKubectl,
+	"kwok":    runKwok,
+}
+
+func init() {
+	for name, newCommand := range servers {
+		commands[name] = func() { os.Exit(cli.Run(newCommand())) }
+	}
+}
+
 func main() {
 	name := strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe")
-	if name == "kubectl" {
-		runKubectl()
-		return
-	}
-	newCommand, ok := servers[name]
+	run, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "kubeplane: run it as kube-apiserver, kube-controller-manager, kube-scheduler or kubectl (a link of that name), not %q\n", name)
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(os.Stderr, "kubeplane: run it as one of %s (a link of that name), not %q\n", strings.Join(names, ", "), name)
 		os.Exit(2)
 	}
-	os.Exit(cli.Run(newCommand()))
+	run()
 }
 
 // runKubectl is cmd/kubectl's main.
