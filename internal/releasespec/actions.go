@@ -13,6 +13,16 @@ import (
 	"github.com/kraan-io/kraan-operator/internal/helm"
 )
 
+// SchemaValidated says whether a HelmRelease's values are checked against the
+// chart's values.schema.json before the next action: what
+// ActionsOf(spec).SchemaValidated() says, read from the two fields it needs
+// (the values step asks on every reconcile and needs nothing else).
+func SchemaValidated(spec *kraanv1.HelmReleaseSpec) bool {
+	installOff := spec.Install != nil && spec.Install.DisableSchemaValidation
+	upgradeOff := spec.Upgrade != nil && spec.Upgrade.DisableSchemaValidation
+	return !installOff && !upgradeOff
+}
+
 // ActionsOf is how the Helm engine runs a HelmRelease's actions, read from
 // its spec with Flux's defaults: spec.timeout, spec.maxHistory, the options
 // of spec.install, upgrade, rollback, uninstall and test, the remediation

@@ -84,6 +84,27 @@ func TestActionsOf_installCRDs(t *testing.T) {
 	}
 }
 
+// TestSchemaValidated_isWhatTheEngineIsTold: the values step's shortcut
+// answers as the engine's options do, for every way the check is turned off.
+func TestSchemaValidated_isWhatTheEngineIsTold(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		spec kraanv1.HelmReleaseSpec
+		want bool
+	}{
+		{"default", kraanv1.HelmReleaseSpec{}, true},
+		{"install and upgrade set, checking", kraanv1.HelmReleaseSpec{Install: &kraanv1.Install{}, Upgrade: &kraanv1.Upgrade{}}, true},
+		{"install turns it off", kraanv1.HelmReleaseSpec{Install: &kraanv1.Install{DisableSchemaValidation: true}}, false},
+		{"upgrade turns it off", kraanv1.HelmReleaseSpec{Upgrade: &kraanv1.Upgrade{DisableSchemaValidation: true}}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(SchemaValidated(&tt.spec)).To(Equal(tt.want))
+			g.Expect(ActionsOf(&tt.spec).SchemaValidated()).To(Equal(tt.want))
+		})
+	}
+}
+
 // TestPolicyOf: Flux's remediation defaults and strategies.
 func TestPolicyOf(t *testing.T) {
 	g := NewWithT(t)

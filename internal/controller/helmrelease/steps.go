@@ -212,7 +212,7 @@ func helmRepositoryOf(hr *kraanv1.HelmRelease) (client.ObjectKey, bool) {
 // fix, not a failed install to retry and remediate.
 func (r *Reconciler) reconcileValues(ctx context.Context, sc *releaseScope) (ctrl.Result, error) {
 	values, err := releasespec.ComposeValues(ctx, r.APIReader, sc.hr, &sc.redactor)
-	if err == nil && releasespec.ActionsOf(&sc.hr.Spec).SchemaValidated() {
+	if err == nil && releasespec.SchemaValidated(&sc.hr.Spec) {
 		err = helm.ValidateValues(sc.desired.Chart, values)
 	}
 	var valuesErr *helm.ValuesError
