@@ -127,7 +127,7 @@ func TestBreakGlassHelm(t *testing.T) {
 }
 
 // newHelmCLI returns a function running the Helm 4 CLI ($KRAAN_HELM_CLI,
-// built by make from hack/tools/helm, the operator's Helm version) as the
+// built by make from the operator's own module, its Helm version) as the
 // cluster admin in breakGlassNamespace, with Helm's own files in a
 // temporary directory.
 func newHelmCLI(t *testing.T) func(args ...string) (string, error) {
