@@ -26,6 +26,11 @@ MODULE := github.com/kraan-io/kraan-operator
 
 TOOLS_DIR ?= $(shell $(GO) env GOPATH)/kraan-tools
 
+# sum-of TOOL: a short digest of hack/tools/TOOL/go.sum. The directories of
+# the tools whose modules are kept at the versions they share (below) carry
+# it, so a change of any version in them builds the tool again.
+sum-of = $(shell sha256sum hack/tools/$(1)/go.sum | cut -c1-8)
+
 K8S_VERSION := v1.37.2
 # etcd and kwok are built into kubeplane from hack/tools/kube: their versions
 # are the ones its go.mod requires.
@@ -37,7 +42,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 # The control plane's six commands are one binary, kubeplane
 # (hack/tools/kube), linked under their names: their shared packages compile
 # once and link once. The directory names every version in it.
-KUBE_DIR := $(TOOLS_DIR)/kubeplane-$(K8S_VERSION)-etcd-$(ETCD_VERSION)-kwok-$(KWOK_VERSION)
+KUBE_DIR := $(TOOLS_DIR)/kubeplane-$(K8S_VERSION)-etcd-$(ETCD_VERSION)-kwok-$(KWOK_VERSION)-$(call sum-of,kube)
 KUBE_APISERVER := $(KUBE_DIR)/kube-apiserver
 KUBE_CONTROLLER_MANAGER := $(KUBE_DIR)/kube-controller-manager
 KUBE_SCHEDULER := $(KUBE_DIR)/kube-scheduler
@@ -543,7 +548,7 @@ clean: ## Remove build output (not the tool cache).
 # cache. Tests find both through the two exported variables and fail, naming
 # `make test`, when they are unset.
 SOURCE_CONTROLLER_VERSION := v1.9.6
-SOURCE_CONTROLLER_DIR := $(TOOLS_DIR)/source-controller-$(SOURCE_CONTROLLER_VERSION)
+SOURCE_CONTROLLER_DIR := $(TOOLS_DIR)/source-controller-$(SOURCE_CONTROLLER_VERSION)-$(call sum-of,source-controller)
 SOURCE_CONTROLLER := $(SOURCE_CONTROLLER_DIR)/source-controller
 SOURCE_CRDS := $(SOURCE_CONTROLLER_DIR)/crds
 export KRAAN_SOURCE_CONTROLLER := $(SOURCE_CONTROLLER)
