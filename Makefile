@@ -503,10 +503,16 @@ tools: ## Build every tool the project needs, TOOLS_JOBS at a time.
 # would each compile the shared ones. Each build's time goes to PHASES_LOG.
 # Tools are linked without symbol table and DWARF (-s -w): the linker writes
 # less, and nobody debugs them (panics still print their stacks).
+# OPERATOR_MODULE_TOOLS are tools of the operator's own module (go.mod's tool
+# directives), built from the repository's root as the tests build (no
+# -trimpath), so the packages they share with the operator compile once.
+OPERATOR_MODULE_TOOLS := helm
+tool-dir = $(if $(filter $(1),$(OPERATOR_MODULE_TOOLS)),.,hack/tools/$(1))
+tool-trimpath = $(if $(filter $(1),$(OPERATOR_MODULE_TOOLS)),,-trimpath)
 define build-tools
 	@rm -rf $(2)/.tmp && mkdir -p $(2)/.tmp
-	@echo ">> building $(notdir $(filter-out -%,$(5))) from hack/tools/$(1) into $(2) (once; $(4))"
-	cd hack/tools/$(1) && $(PHASE) "tool $(1)" $(GO) build -trimpath -ldflags "-s -w $(3)" -o $(2)/.tmp/ $(5)
+	@echo ">> building $(notdir $(filter-out -%,$(5))) from $(call tool-dir,$(1)) into $(2) (once; $(4))"
+	cd $(call tool-dir,$(1)) && $(PHASE) "tool $(1)" $(GO) build $(call tool-trimpath,$(1)) -ldflags "-s -w $(3)" -o $(2)/.tmp/ $(5)
 	@mv $(2)/.tmp/* $(2)/ && rmdir $(2)/.tmp
 endef
 
@@ -520,9 +526,7 @@ $(CONTROLLER_GEN):
 $(GOLANGCI_LINT):
 	$(call build-tools,golangci-lint,$(dir $@),,about 3 minutes,github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
 $(HELM_CLI):
-	@rm -rf $(dir $@).tmp && mkdir -p $(dir $@).tmp
-	$(PHASE) "tool helm" $(GO) build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_CLI_VERSION)" -o $(dir $@).tmp/ helm.sh/helm/v4/cmd/helm
-	@mv $(dir $@).tmp/helm $@ && rmdir $(dir $@).tmp
+	$(call build-tools,helm,$(dir $@),-X helm.sh/helm/v4/internal/version.version=$(HELM_CLI_VERSION),seconds once the operator is compiled,helm.sh/helm/v4/cmd/helm)
 
 # kwok refuses to start without stages: take the "fast" node and pod stages and
 # the lease heartbeat shipped in kwok's own module.

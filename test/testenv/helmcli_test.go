@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -25,14 +24,13 @@ func TestHelmCLI_IsTheOperatorsHelm(t *testing.T) {
 
 	root, err := testenv.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
-	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	g.Expect(err).NotTo(HaveOccurred())
-	m := regexp.MustCompile(`(?m)^\s*helm\.sh/helm/v4 (v\S+)`).FindSubmatch(goMod)
-	g.Expect(m).NotTo(BeNil(), "go.mod requires no helm.sh/helm/v4")
-	g.Expect(string(goMod)).To(ContainSubstring("\ntool helm.sh/helm/v4/cmd/helm\n"),
+	goMod := parseGoMod(t, filepath.Join(root, "go.mod"))
+	g.Expect(goMod.Tool).To(ContainElement(HaveField("Path", "helm.sh/helm/v4/cmd/helm")),
 		"go.mod has no tool directive for the Helm CLI: make builds it from the operator's module")
+	version := effectiveVersions(goMod)["helm.sh/helm/v4"]
+	g.Expect(version).NotTo(BeEmpty(), "go.mod requires no helm.sh/helm/v4")
 
 	out, err := exec.CommandContext(t.Context(), bin, "version", "--template", "{{.Version}}").CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), string(out))
-	g.Expect(strings.TrimSpace(string(out))).To(Equal(string(m[1])))
+	g.Expect(strings.TrimSpace(string(out))).To(Equal(version))
 }

@@ -29,7 +29,7 @@ func TestToolModules_ShareOneVersionOfEachModule(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	versions := make([]map[string]string, len(sharingToolModules))
 	for i, dir := range sharingToolModules {
-		versions[i] = effectiveVersions(t, filepath.Join(root, dir, "go.mod"))
+		versions[i] = effectiveVersions(parseGoMod(t, filepath.Join(root, dir, "go.mod")))
 	}
 	var differ []string
 	for mod, v := range versions[0] {
@@ -42,15 +42,20 @@ func TestToolModules_ShareOneVersionOfEachModule(t *testing.T) {
 	g.Expect(len(versions[0]) > 0 && len(versions[1]) > 0).To(BeTrue(), "both go.mod files require modules")
 }
 
-// effectiveVersions is each module a go.mod requires, at the version its
-// replace directives (to another version, not a directory) make it; a module
-// replaced by another is that module@version.
-func effectiveVersions(t *testing.T, path string) map[string]string {
+// parseGoMod reads and parses a go.mod file.
+func parseGoMod(t *testing.T, path string) *modfile.File {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	f, err := modfile.Parse(path, data, nil)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return f
+}
+
+// effectiveVersions is each module a go.mod requires, at the version its
+// replace directives (to another version, not a directory) make it; a module
+// replaced by another is that module@version.
+func effectiveVersions(f *modfile.File) map[string]string {
 	versions := map[string]string{}
 	for _, r := range f.Require {
 		versions[r.Mod.Path] = r.Mod.Version

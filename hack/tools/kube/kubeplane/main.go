@@ -13,9 +13,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	_ "time/tzdata" // for timeZone support in CronJob
 
@@ -58,11 +59,7 @@ func main() {
 	name := strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe")
 	run, ok := commands[name]
 	if !ok {
-		names := make([]string, 0, len(commands))
-		for n := range commands {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(commands))
 		fmt.Fprintf(os.Stderr, "kubeplane: run it as one of %s (a link of that name), not %q\n", strings.Join(names, ", "), name)
 		os.Exit(2)
 	}
