@@ -14,7 +14,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,6 +76,10 @@ func TestSamples_AreAccepted(t *testing.T) {
 	for _, obj := range objs {
 		kinds[obj.GetKind()] = true
 		t.Run(obj.GetKind()+"/"+obj.GetName(), func(t *testing.T) {
+			if ns := obj.GetNamespace(); ns != "" { // the operator's namespace, say, which an install creates
+				err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+				NewWithT(t).Expect(client.IgnoreAlreadyExists(err)).NotTo(HaveOccurred())
+			}
 			err := env.Client.Create(context.Background(), obj.DeepCopy(), client.DryRunAll)
 			NewWithT(t).Expect(err).NotTo(HaveOccurred())
 		})
@@ -81,6 +87,7 @@ func TestSamples_AreAccepted(t *testing.T) {
 	NewWithT(t).Expect(kinds).To(HaveKey("AddonsLayer"))
 	NewWithT(t).Expect(kinds).To(HaveKey("HelmRelease"))
 	NewWithT(t).Expect(kinds).To(HaveKey("Habitat"))
+	NewWithT(t).Expect(kinds).To(HaveKey("FleetCluster"))
 }
 
 func TestDefaults_AreApplied(t *testing.T) {

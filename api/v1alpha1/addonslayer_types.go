@@ -92,6 +92,12 @@ type AddonsLayerSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	Timeout metav1.Duration `json:"timeout,omitempty"`
+
+	// Placement applies the layer to registered clusters (FleetClusters,
+	// Cluster API Clusters) chosen by label, in waves, instead of the
+	// cluster the operator runs in. See docs/fleets.md.
+	// +optional
+	Placement *PlacementSpec `json:"placement,omitempty"`
 }
 
 // SourceSpec names a Flux source and a directory inside its artifact.
@@ -174,6 +180,16 @@ type AddonsLayerStatus struct {
 	// +patchStrategy=merge
 	// +patchMergeKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// Clusters is a placed layer's state on each cluster it is placed on.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	Clusters []LayerClusterStatus `json:"clusters,omitempty"`
+
+	// Rollout is the progress of a placed layer's version across its clusters.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // Resource is one object applied by a layer.

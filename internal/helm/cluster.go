@@ -1,9 +1,6 @@
 package helm
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -15,9 +12,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kraan-io/kraan-operator/internal/kubeconfig"
 	"github.com/kraan-io/kraan-operator/internal/rollout"
 )
 
@@ -36,69 +32,16 @@ type Cluster struct {
 
 // Credentials are the secret parts of the cluster's identity, for a
 // redactor: a bearer token, a password, a client key.
-func (c *Cluster) Credentials() []string {
-	var out []string
-	for _, v := range []string{c.Config.BearerToken, c.Config.Password, string(c.Config.KeyData)} {
-		if v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
+func (c *Cluster) Credentials() []string { return kubeconfig.Credentials(c.Config) }
 
-// ClusterFromKubeconfig reads a kubeconfig from a HelmRelease's Secret. Only
-// kubeconfigs that carry everything inline are accepted: a file reference
-// (tokenFile, client-certificate, certificate-authority, …) would make the
-// operator read its own files — its service account token, say — on a
-// tenant's behalf, and an exec or auth-provider plugin would run a program
-// in its container. insecure-skip-tls-verify is refused as well, as Flux
-// does by default. Errors name what to change; they never quote the file.
+// ClusterFromKubeconfig reads a kubeconfig from a HelmRelease's Secret: only
+// one that carries everything inline (see kubeconfig.Parse).
 func ClusterFromKubeconfig(data []byte) (*Cluster, error) {
-	cfg, err := clientcmd.Load(data)
+	config, key, err := kubeconfig.Parse(data)
 	if err != nil {
-		return nil, errors.New("the kubeconfig is not valid YAML or not a kubeconfig")
-	}
-	name := cfg.CurrentContext
-	kctx := cfg.Contexts[name]
-	if kctx == nil {
-		return nil, fmt.Errorf("the kubeconfig's current-context %q is not one of its contexts", name)
-	}
-	if err := checkInline(cfg, kctx); err != nil {
 		return nil, err
 	}
-	config, err := clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("the kubeconfig's context %q is incomplete: %w", name, err)
-	}
-	sum := sha256.Sum256(data)
-	return &Cluster{Config: config, Key: hex.EncodeToString(sum[:])}, nil
-}
-
-// checkInline refuses what would reach outside the kubeconfig itself.
-func checkInline(cfg *clientcmdapi.Config, kctx *clientcmdapi.Context) error {
-	cluster := cfg.Clusters[kctx.Cluster]
-	if cluster == nil {
-		return fmt.Errorf("the kubeconfig's context names cluster %q, which it does not define", kctx.Cluster)
-	}
-	switch {
-	case cluster.CertificateAuthority != "":
-		return errors.New("the kubeconfig's cluster refers to a certificate-authority file: use certificate-authority-data")
-	case cluster.InsecureSkipTLSVerify:
-		return errors.New("the kubeconfig's cluster sets insecure-skip-tls-verify: give certificate-authority-data instead")
-	}
-	user := cfg.AuthInfos[kctx.AuthInfo]
-	if user == nil {
-		return nil // anonymous
-	}
-	switch {
-	case user.Exec != nil:
-		return errors.New("the kubeconfig's user runs an exec credential plugin, which the operator does not run: use a token or a client certificate")
-	case user.AuthProvider != nil:
-		return errors.New("the kubeconfig's user uses an auth-provider plugin, which the operator does not run: use a token or a client certificate")
-	case user.TokenFile != "", user.ClientCertificate != "", user.ClientKey != "":
-		return errors.New("the kubeconfig's user refers to a file (tokenFile, client-certificate or client-key): put the token or the certificate data inline")
-	}
-	return nil
+	return &Cluster{Config: config, Key: key}, nil
 }
 
 // clusterClients are what Helm actions on one cluster share.

@@ -23,6 +23,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/addonslayer"
 	"github.com/kraan-io/kraan-operator/internal/controller/chartbacked"
+	"github.com/kraan-io/kraan-operator/internal/controller/fleetcluster"
 	"github.com/kraan-io/kraan-operator/internal/controller/habitat"
 	"github.com/kraan-io/kraan-operator/internal/controller/helmrelease"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
@@ -182,8 +183,15 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	layers.ChartBackedKinds = chartBackedKinds(opts.Watches)
 	layers.Sealer = sealer
 	layers.ArtifactLimits = opts.ArtifactLimits
+	layers.PlatformNamespaces = opts.PlatformNamespaces
+	// One registry: the layers and the FleetCluster checks share each
+	// cluster's connection.
+	layers.Fleet = addonslayer.NewRegistry(mgr, layers)
 	if err := addonslayer.Setup(mgr, layers); err != nil {
 		return fmt.Errorf("setting up the AddonsLayer controller: %w", err)
+	}
+	if err := fleetcluster.Setup(mgr, layers.Fleet, opts.ControllerOptions); err != nil {
+		return fmt.Errorf("setting up the FleetCluster controller: %w", err)
 	}
 	return nil
 }

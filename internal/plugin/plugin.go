@@ -70,7 +70,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.PersistentFlags().StringVar(&o.color, "color", "auto", "Colour the status: auto, always or never.")
 	root.AddCommand(newGetCommand(o), newTreeCommand(o), newGraphCommand(o), newDiffCommand(o), newTraceCommand(o),
 		newReconcileCommand(o), newSuspendCommand(o, true), newSuspendCommand(o, false), newEventsCommand(o),
-		newUninstallCommand(o), newTakeOverCommand(o))
+		newUninstallCommand(o), newTakeOverCommand(o), newFleetCommand(o))
 	return root
 }
 

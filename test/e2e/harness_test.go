@@ -59,6 +59,8 @@ type harness struct {
 	storage  string // source-controller's --storage-path
 	data     string // the operator's artifact store (--data-path)
 	recorder *recorder
+	// kubeconfig is the plane's admin kubeconfig file.
+	kubeconfig string
 }
 
 func requireEnv(t *testing.T, name, why string) string {
@@ -70,7 +72,11 @@ func requireEnv(t *testing.T, name, why string) string {
 }
 
 // startHarness brings everything up; it is torn down when t ends.
-func startHarness(t *testing.T) *harness {
+func startHarness(t *testing.T) *harness { return startHarnessWith(t, nil) }
+
+// startHarnessWith is startHarness with the operator's platform namespaces
+// (--platform-namespaces), where clusters are registered.
+func startHarnessWith(t *testing.T, platformNamespaces []string) *harness {
 	g := NewWithT(t)
 	scBin := requireEnv(t, "KRAAN_SOURCE_CONTROLLER", "Flux source-controller")
 	scCRDs := requireEnv(t, "KRAAN_SOURCE_CRDS", "Flux's source CRDs")
@@ -93,9 +99,10 @@ func startHarness(t *testing.T) *harness {
 
 	h := &harness{t: t, c: c, cfg: rest.CopyConfig(cfg), dir: dir, work: filepath.Join(dir, "work"), bare: filepath.Join(dir, "git", repoName+".git"),
 		storage: filepath.Join(dir, "storage"), data: filepath.Join(dir, "data")}
+	h.kubeconfig = plane.Kubeconfig()
 	h.gitURL = h.startGitServer()
 	startSourceController(t, scBin, plane.Kubeconfig(), h.storage)
-	h.startOperator(cfg, dir)
+	h.startOperator(cfg, dir, platformNamespaces)
 	h.recorder = startRecorder(t, c)
 	g.Expect(c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fluxNamespace}})).To(Succeed())
 	h.createGitSource(repoName, "main")
@@ -258,7 +265,7 @@ func (s *switchingWriter) Write(p []byte) (int, error) {
 const artifactFileCap = 1 << 20
 
 // startOperator runs the AddonsLayer controller in-process.
-func (h *harness) startOperator(cfg *rest.Config, dir string) {
+func (h *harness) startOperator(cfg *rest.Config, dir string, platformNamespaces []string) {
 	g := NewWithT(h.t)
 	// client-go's default 20 QPS throttles a burst of server-side dry runs by
 	// seconds; Flux controllers run with 50 QPS, burst 300.
@@ -283,9 +290,10 @@ func (h *harness) startOperator(cfg *rest.Config, dir string) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(operator.SetupAll(mgr, operator.Options{
-		ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 4},
-		RecordKey:         testenv.RecordKey,
-		ChartArtifactsDir: filepath.Join(dir, "chart-artifacts"),
+		ControllerOptions:  kit.ControllerOptions{MaxConcurrentReconciles: 4},
+		RecordKey:          testenv.RecordKey,
+		ChartArtifactsDir:  filepath.Join(dir, "chart-artifacts"),
+		PlatformNamespaces: platformNamespaces,
 		Layers: addonslayer.Options{
 			DataPath: h.data, DefaultSourceNamespace: fluxNamespace,
 		},

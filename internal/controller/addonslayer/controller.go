@@ -16,6 +16,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/fleet"
 	"github.com/kraan-io/kraan-operator/internal/source"
 	"github.com/kraan-io/kraan-operator/internal/tenancy"
 )
@@ -42,6 +43,15 @@ type Options struct {
 	// DefaultSourceNamespace is the namespace of a layer's source when
 	// spec.source.namespace is empty (Kraan's RUNTIME_NAMESPACE).
 	DefaultSourceNamespace string
+	// PlatformNamespaces are the namespaces whose FleetClusters and Cluster
+	// API Clusters placed layers run on: the operator's own and
+	// --platform-namespaces. Registrations anywhere else are ignored.
+	PlatformNamespaces []string
+	// Fleet lists and reaches the registered clusters; NewRegistry's when nil.
+	Fleet *fleet.Registry
+	// SnapshotNamespace keeps the versions placed layers ran (Secrets);
+	// DefaultSourceNamespace when empty.
+	SnapshotNamespace string
 	// Sealer seals the HelmReleases a layer applies, so that they act as
 	// the platform under the multi-tenancy lockdown while their spec is
 	// the layer's (see internal/tenancy); nil seals none.
@@ -59,6 +69,10 @@ type Reconciler struct {
 	APIReader client.Reader
 	Applier   *apply.Applier
 	Store     *source.Store
+	// Fleet lists and reaches the registered clusters placed layers run
+	// on; Snapshots keeps the versions they ran.
+	Fleet     *fleet.Registry
+	Snapshots *fleet.Snapshots
 	Discovery discovery.ServerVersionInterface
 	Events    kit.Events
 	Metrics   *layerMetrics
@@ -74,6 +88,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=kraan.io,resources=addonslayers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kraan.io,resources=addonslayers/finalizers,verbs=update
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kraan.io,resources=fleetclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list
 // A layer may hold any kind of object, so the operator applies and prunes any kind.
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;create;update;patch;delete
 
@@ -105,6 +121,7 @@ func (r *Reconciler) Read(ctx context.Context, req ctrl.Request) (*layerScope, b
 		return nil, false, nil
 	}
 	sc := newLayerScope(r.Client, obj, r.now())
+	sc.applier, sc.discovery = r.Applier, r.Discovery
 	sc.started = start
 	sc.interval = r.floor.Apply(ctx, obj, "spec.interval", obj.Spec.Interval.Duration)
 	return sc, true, nil
@@ -114,8 +131,17 @@ func (r *Reconciler) Read(ctx context.Context, req ctrl.Request) (*layerScope, b
 // layerError: the state and kit's class); a layer that went through every
 // step is Deployed.
 func (r *Reconciler) Steps(sc *layerScope) []kit.Step[*layerScope] {
-	if !sc.layer.DeletionTimestamp.IsZero() {
+	placed := sc.layer.Spec.Placement != nil
+	switch {
+	case !sc.layer.DeletionTimestamp.IsZero() && (placed || len(sc.layer.Status.Clusters) > 0):
+		return []kit.Step[*layerScope]{r.reconcileDeletePlaced}
+	case !sc.layer.DeletionTimestamp.IsZero():
 		return []kit.Step[*layerScope]{r.reconcileDelete}
+	case placed:
+		// The same steps up to the objects; then, per cluster, the rest.
+		return []kit.Step[*layerScope]{r.reconcileFinalizer,
+			r.reconcileHold, r.reconcileSource, r.reconcileRender, r.reconcilePlacement,
+		}
 	}
 	return []kit.Step[*layerScope]{r.reconcileFinalizer,
 		r.reconcileHold, r.reconcileSource, r.reconcileRender, r.reconcileHandover,

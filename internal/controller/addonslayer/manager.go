@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/apply"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
+	"github.com/kraan-io/kraan-operator/internal/fleet"
 	"github.com/kraan-io/kraan-operator/internal/layerspec"
 	"github.com/kraan-io/kraan-operator/internal/manifest"
 	"github.com/kraan-io/kraan-operator/internal/source"
@@ -70,6 +72,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Watches(&kraanv1.AddonsLayer{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependencyChange),
 			builder.WithPredicates(dependencyStateChanged())).
 		Watches(&kraanv1.HelmRelease{}, owned).
+		// A cluster registered, relabelled or removed re-places the placed layers.
+		Watches(&kraanv1.FleetCluster{}, handler.EnqueueRequestsFromMapFunc(r.placedLayers)).
 		WithOptions(opts.Controller())
 	// The workloads a layer applied turning healthy move it on; layer tests
 	// are mostly Jobs, whose completion does. Only objects carrying a
@@ -104,6 +108,18 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	return kit.WatchWhenInstalled(mgr, c, fluxWatches)
 }
 
+// NewRegistry is the registry of the clusters placed layers run on: the
+// FleetClusters and Cluster API Clusters of opts.PlatformNamespaces, with
+// connections that judge the chart-backed kinds by their Ready condition.
+func NewRegistry(mgr ctrl.Manager, opts Options) *fleet.Registry {
+	readyKinds := make([]schema.GroupKind, 0, len(opts.ChartBackedKinds))
+	for _, gvk := range opts.ChartBackedKinds {
+		readyKinds = append(readyKinds, gvk.GroupKind())
+	}
+	return &fleet.Registry{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
+		Namespaces: opts.PlatformNamespaces, Connections: &fleet.Connections{Scheme: mgr.GetScheme(), ReadyKinds: readyKinds}}
+}
+
 // newReconciler wires the reconciler's collaborators. The chart-backed kinds
 // are judged by the Ready condition their reconciler writes.
 func newReconciler(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
@@ -132,7 +148,16 @@ func newReconciler(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	if err != nil {
 		return nil, err
 	}
+	snapshots := opts.SnapshotNamespace
+	if snapshots == "" {
+		snapshots = opts.DefaultSourceNamespace
+	}
+	registry := opts.Fleet
+	if registry == nil {
+		registry = NewRegistry(mgr, opts)
+	}
 	return &Reconciler{
+		Fleet: registry, Snapshots: &fleet.Snapshots{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: snapshots},
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: apply.NewApplier(mgr.GetClient(), readyKinds...),
 		Store: store, Discovery: disco, Events: kit.Events{Recorder: mgr.GetEventRecorder("kraan-operator")},
 		Metrics: metrics, Options: opts, now: time.Now, floor: opts.IntervalFloor(),
@@ -189,8 +214,15 @@ func dependencyStateChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		before, ok1 := e.ObjectOld.(*kraanv1.AddonsLayer)
 		after, ok2 := e.ObjectNew.(*kraanv1.AddonsLayer)
-		return !ok1 || !ok2 || dependencyStateOf(before) != dependencyStateOf(after)
+		return !ok1 || !ok2 || dependencyStateOf(before) != dependencyStateOf(after) ||
+			!slices.EqualFunc(before.Status.Clusters, after.Status.Clusters, sameDeployment)
 	}}
+}
+
+// sameDeployment says whether two entries of a placed layer give its
+// dependents on that cluster the same answer (dependencyStateOn).
+func sameDeployment(a, b kraanv1.LayerClusterStatus) bool {
+	return a.Cluster == b.Cluster && a.State == b.State && a.DeployedVersion == b.DeployedVersion && a.DeployedRevision == b.DeployedRevision
 }
 
 // takeOverChanged passes a status write that makes a layer Kraan's again
@@ -212,6 +244,22 @@ func (r *Reconciler) layersMatching(ctx context.Context, index, value string) []
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for _, l := range list.Items {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l)})
+	}
+	return reqs
+}
+
+// placedLayers maps a FleetCluster to every placed layer.
+func (r *Reconciler) placedLayers(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &kraanv1.AddonsLayerList{}
+	if err := r.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing layers for a FleetCluster event failed")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, l := range list.Items {
+		if l.Spec.Placement != nil || len(l.Status.Clusters) > 0 {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l)})
+		}
 	}
 	return reqs
 }

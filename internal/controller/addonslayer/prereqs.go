@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,7 +117,7 @@ func (r *Reconciler) checkK8sVersion(sc *layerScope) error {
 	if sc.layer.Spec.Prereqs.K8sVersion == "" {
 		return nil
 	}
-	v, err := r.Discovery.ServerVersion()
+	v, err := sc.discovery.ServerVersion()
 	if err != nil {
 		return waitingIn(kraanv1.K8sVersionState, kraanv1.ReasonK8sVersionNotMet, sc.interval,
 			"failed to obtain cluster api server version, "+err.Error())
@@ -158,7 +160,7 @@ func (r *Reconciler) checkDependencies(ctx context.Context, sc *layerScope) erro
 	}
 	var lookupErr error
 	met, msg := layer.CheckDependencies(deps, func(name string) *layer.DependencyState {
-		st, err := r.dependencyState(ctx, name)
+		st, err := r.dependencyState(ctx, name, sc.cluster)
 		if err != nil && lookupErr == nil {
 			lookupErr = err
 		}
@@ -175,8 +177,10 @@ func (r *Reconciler) checkDependencies(ctx context.Context, sc *layerScope) erro
 	return nil
 }
 
-// dependencyState reads a dependency layer and its source from the API server.
-func (r *Reconciler) dependencyState(ctx context.Context, name string) (*layer.DependencyState, error) {
+// dependencyState reads a dependency layer and its source from the API
+// server; on a registered cluster (cluster not empty), what the layer has
+// deployed there.
+func (r *Reconciler) dependencyState(ctx context.Context, name, cluster string) (*layer.DependencyState, error) {
 	dep := &kraanv1.AddonsLayer{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, dep); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -185,6 +189,9 @@ func (r *Reconciler) dependencyState(ctx context.Context, name string) (*layer.D
 		return nil, fmt.Errorf("reading layer %s: %w", name, err)
 	}
 	st := dependencyStateOf(dep)
+	if cluster != "" {
+		st = dependencyStateOn(dep, cluster)
+	}
 	obs, err := r.observeSource(ctx, r.APIReader, dep)
 	if err != nil {
 		return nil, err
@@ -205,6 +212,24 @@ func dependencyStateOf(dep *kraanv1.AddonsLayer) layer.DependencyState {
 	}
 	if c := apimeta.FindStatusCondition(dep.Status.Conditions, kraanv1.DeployedCondition); c != nil {
 		st.Deployed = c.Status
+	}
+	return st
+}
+
+// dependencyStateOn is what a dependent on cluster reads of the placed layer
+// dep: the version dep last deployed there. A cluster still waiting for its
+// wave keeps what it deployed: dependents there need not wait for the wave.
+func dependencyStateOn(dep *kraanv1.AddonsLayer, cluster string) layer.DependencyState {
+	st := layer.DependencyState{Exists: true, SpecVersion: dep.Spec.Version, AwaitsTakeOver: dep.AwaitsTakeOver()}
+	i := slices.IndexFunc(dep.Status.Clusters, func(e kraanv1.LayerClusterStatus) bool { return e.Cluster == cluster })
+	if i < 0 {
+		st.State = "not placed on cluster " + cluster
+		return st
+	}
+	e := dep.Status.Clusters[i]
+	st.Version, st.Revision, st.State = e.DeployedVersion, e.DeployedRevision, e.State
+	if e.DeployedVersion != "" && (e.State == kraanv1.DeployedState || e.State == kraanv1.WaitingState) {
+		st.State, st.Deployed = kraanv1.DeployedState, metav1.ConditionTrue
 	}
 	return st
 }

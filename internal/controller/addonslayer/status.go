@@ -9,9 +9,11 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
+	"github.com/kraan-io/kraan-operator/internal/apply"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
 	"github.com/kraan-io/kraan-operator/internal/outcome"
 	"github.com/kraan-io/kraan-operator/internal/redact"
@@ -62,12 +64,29 @@ type layerScope struct {
 	applySkipped  bool
 
 	deleted bool
+	// applier and discovery reach the cluster the steps act on: the
+	// operator's own, or, for a placed layer, one of its clusters.
+	applier   *apply.Applier
+	discovery discovery.ServerVersionInterface
+	// cluster is the key of the registered cluster the steps act on; empty
+	// for the operator's own cluster.
+	cluster string
+	// fleet is what a placed layer's pass found (reconcilePlacement).
+	fleet *fleetPass
 	// redactor masks the values of the layer's Secrets (reconcileRender).
 	redactor redact.Redactor
 }
 
 func newLayerScope(c client.Client, obj *kraanv1.AddonsLayer, now time.Time) *layerScope {
 	return &layerScope{layer: obj, patcher: kit.NewPatcher(c, obj), oldState: obj.Status.State, now: now}
+}
+
+// recentKey identifies the layer, on its cluster, in recentApplies.
+func (sc *layerScope) recentKey() string {
+	if sc.cluster == "" {
+		return sc.layer.Name
+	}
+	return sc.layer.Name + "\x00" + sc.cluster
 }
 
 // defined is every object the layer's source defines: its objects, then its tests.
@@ -145,6 +164,10 @@ func outcomeOf(err error) layerOutcome {
 // comes back after spec.interval to correct drift, or earlier when a released
 // object is due for pruning.
 func deployed(sc *layerScope) layerOutcome {
+	if sc.fleet != nil {
+		return layerOutcome{state: kraanv1.DeployedState, reason: kraanv1.ReasonDeployed, requeue: sc.interval,
+			message: fmt.Sprintf("AddonsLayer version %s is Deployed on %d clusters, revision %s", sc.layer.Spec.Version, sc.fleet.deployed, sc.revision)}
+	}
 	msg := fmt.Sprintf("AddonsLayer version %s is Deployed, revision %s, %d objects ready",
 		sc.layer.Spec.Version, sc.revision, len(sc.objects))
 	if len(sc.tests) > 0 {

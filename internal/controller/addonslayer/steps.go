@@ -66,7 +66,7 @@ func (r *Reconciler) reconcileHandover(ctx context.Context, sc *layerScope) (ctr
 	if err != nil {
 		return ctrl.Result{}, failed(kraanv1.ReasonHandoverFailed, err)
 	}
-	adopted, err := r.Applier.AdoptAll(ctx, sc.layer.Name, defined)
+	adopted, err := sc.applier.AdoptAll(ctx, sc.layer.Name, defined)
 	for i, obj := range defined {
 		if adopted[i] {
 			r.event(sc, "Adopted", "Adopted %s", apply.Describe(obj))
@@ -98,7 +98,7 @@ func (r *Reconciler) releaseAll(ctx context.Context, sc *layerScope, keep []*uns
 		if res.WrittenByKraan() || wanted[ref.Key()] {
 			continue
 		}
-		out, err := r.Applier.Release(ctx, sc.layer.Name, ref, sc.layer.Spec.Interval.Duration, sc.now)
+		out, err := sc.applier.Release(ctx, sc.layer.Name, ref, sc.layer.Spec.Interval.Duration, sc.now)
 		if err != nil {
 			return nil, time.Time{}, err
 		}
@@ -148,7 +148,7 @@ func desiredInventory(sc *layerScope) []kraanv1.Resource {
 func (r *Reconciler) reconcileApply(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
 	sc.digest = desiredDigest(sc)
 	waiting := !apimeta.IsStatusConditionTrue(sc.layer.Status.Conditions, kraanv1.DeployedCondition)
-	if waiting && sc.digest != "" && r.recent.fresh(sc.layer.Name, sc.digest, sc.now) {
+	if waiting && sc.digest != "" && r.recent.fresh(sc.recentKey(), sc.digest, sc.now) {
 		sc.applySkipped = true
 		sc.applyingSince = applyingSince(sc, false)
 		return ctrl.Result{}, nil
@@ -158,12 +158,12 @@ func (r *Reconciler) reconcileApply(ctx context.Context, sc *layerScope) (ctrl.R
 
 // apply applies the layer's objects and remembers it.
 func (r *Reconciler) apply(ctx context.Context, sc *layerScope) error {
-	changed, err := r.Applier.Apply(ctx, sc.layer.Name, sc.objects)
+	changed, err := sc.applier.Apply(ctx, sc.layer.Name, sc.objects)
 	if err != nil {
-		r.recent.forget(sc.layer.Name)
+		r.recent.forget(sc.recentKey())
 		return applyFailure(err)
 	}
-	r.recent.record(sc.layer.Name, sc.digest, sc.now)
+	r.recent.record(sc.recentKey(), sc.digest, sc.now)
 	sc.applySkipped = false
 	sc.applyingSince = applyingSince(sc, changed > 0)
 	if changed > 0 {
@@ -198,7 +198,7 @@ func applyingSince(sc *layerScope, changed bool) time.Time {
 // for all of them. The message names the first object not ready and its
 // latest reason. Past spec.timeout the layer is Failed, and keeps checking.
 func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) (ctrl.Result, error) {
-	health, err := r.Applier.HealthOfAll(ctx, sc.objects)
+	health, err := sc.applier.HealthOfAll(ctx, sc.objects)
 	if err != nil {
 		return ctrl.Result{}, failed(kraanv1.ReasonApplyFailed, err)
 	}
@@ -212,7 +212,7 @@ func (r *Reconciler) reconcileReadiness(ctx context.Context, sc *layerScope) (ct
 			if health[i].Reason != apply.NotFound {
 				continue
 			}
-			if health[i], err = r.Applier.HealthOf(ctx, sc.objects[i]); err != nil {
+			if health[i], err = sc.applier.HealthOf(ctx, sc.objects[i]); err != nil {
 				return ctrl.Result{}, failed(kraanv1.ReasonApplyFailed, err)
 			}
 		}
@@ -254,5 +254,9 @@ func setResourceStatus(res *kraanv1.Resource, h apply.Health, now time.Time) {
 
 // event records a Normal event about the layer.
 func (r *Reconciler) event(sc *layerScope, reason, format string, args ...any) {
-	r.Events.Normal(sc.layer, reason, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if sc.cluster != "" {
+		msg = "cluster " + sc.cluster + ": " + msg
+	}
+	r.Events.Normal(sc.layer, reason, msg)
 }

@@ -34,13 +34,13 @@ func (r *Reconciler) reconcileLayerTests(ctx context.Context, sc *layerScope) (c
 	if err := r.startTestRun(ctx, sc, run); err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, err := r.Applier.Apply(ctx, sc.layer.Name, sc.tests); err != nil {
+	if _, err := sc.applier.Apply(ctx, sc.layer.Name, sc.tests); err != nil {
 		return ctrl.Result{}, applyFailure(err)
 	}
 	offset := len(sc.objects) // the tests follow the objects in the inventory
 	var running string
 	for i, test := range sc.tests {
-		h, err := r.Applier.TestHealthOf(ctx, test)
+		h, err := sc.applier.TestHealthOf(ctx, test)
 		if err != nil {
 			return ctrl.Result{}, failed(kraanv1.ReasonApplyFailed, err)
 		}
@@ -64,7 +64,7 @@ func (r *Reconciler) startTestRun(ctx context.Context, sc *layerScope, run strin
 	var restarting string
 	for _, test := range sc.tests {
 		manifest.StampLayerTestRun(test, run)
-		ready, err := r.Applier.PrepareTestRun(ctx, test)
+		ready, err := sc.applier.PrepareTestRun(ctx, test)
 		if err != nil {
 			return failed(kraanv1.ReasonApplyFailed, err)
 		}
@@ -84,7 +84,7 @@ func (r *Reconciler) startTestRun(ctx context.Context, sc *layerScope, run strin
 // run (version, revision) or the user deleting the test object changes the
 // outcome, so the layer is Stalled; it is still resynced every spec.interval.
 func (r *Reconciler) testFailure(ctx context.Context, sc *layerScope, test *unstructured.Unstructured, h apply.Health) error {
-	output, err := r.Applier.TestOutput(ctx, test)
+	output, err := sc.applier.TestOutput(ctx, test)
 	if err != nil {
 		output = "output not available: " + err.Error()
 	}
