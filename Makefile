@@ -213,6 +213,10 @@ test-e2e: $(ASSETS) source-controller helm-controller olm-runtime ## Run the end
 bench: $(ASSETS) source-controller ## Benchmark raw apply, the operator and sequential Helm SDK side by side (KRAAN_BENCH_RELEASES="100 1000").
 	KRAAN_BENCH_RELEASES="$${KRAAN_BENCH_RELEASES:-100 1000}" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 600m ./test/bench/
 
+.PHONY: bench-fleet
+bench-fleet: $(ASSETS) source-controller ## Benchmark a layer version rolled across 10 workload planes against applying it to each directly (part of `make bench`).
+	$(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x -timeout 60m ./test/bench/
+
 # The full soak (test/e2e/soak, docs/operations.md): `go test ./...` runs its
 # short version. KRAAN_SOAK_SEED, KRAAN_SOAK_KILLS, KRAAN_SOAK_APISERVER_RESTARTS,
 # KRAAN_SOAK_LAYER_RELEASES and KRAAN_SOAK_STANDALONE pass through.

@@ -13,8 +13,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -113,6 +115,22 @@ func (h *harness) register(ns string, p *workloadPlane) {
 			SecretRef: &kraanv1.SecretKeyReference{Name: p.name + "-kubeconfig"}}}})).To(Succeed())
 }
 
+// capiClusterCRD is enough of Cluster API's Cluster for the operator to
+// list it by label.
+func capiClusterCRD() *apiextensionsv1.CustomResourceDefinition {
+	preserve := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "clusters.cluster.x-k8s.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "cluster.x-k8s.io", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "clusters", Singular: "cluster", Kind: "Cluster", ListKind: "ClusterList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1beta1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &preserve}}}},
+		},
+	}
+}
+
 // fleetFiles are the four placed layers' directories; app's ConfigMaps say
 // its version, and version-only objects show what is pruned.
 func fleetFiles(appVersion string, appTest string) map[string]string {
@@ -122,6 +140,7 @@ func fleetFiles(appVersion string, appTest string) map[string]string {
 		"fleet/mid/all.yaml":  configMapWith("mid", "v1"),
 		"fleet/app/all.yaml":  app,
 		"fleet/edge/all.yaml": configMapWith("edge", "v1"),
+		"fleet/capi/all.yaml": configMapWith("capi", "v1"),
 	}
 }
 
@@ -310,6 +329,16 @@ func TestFleet_LayersOnManyClusters(t *testing.T) {
 			})
 		}
 		g := NewWithT(t)
+		g.Eventually(func(g Gomega) {
+			fc := &kraanv1.FleetCluster{}
+			g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: fleetNamespace, Name: "canary"}, fc)).To(Succeed())
+			g.Expect(fc.Status.KubernetesVersion).To(HavePrefix("v1."))
+			g.Expect(fc.Status.Conditions).To(ContainElement(And(
+				HaveField("Type", kraanv1.ReadyCondition), HaveField("Status", metav1.ConditionTrue))))
+			g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "sneaky"}, fc)).To(Succeed())
+			g.Expect(fc.Status.Conditions).To(ContainElement(And(HaveField("Type", kraanv1.ReadyCondition),
+				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", kraanv1.ReasonNotPlatformNamespace))))
+		}).WithTimeout(time.Minute).Should(Succeed())
 		for _, p := range planes {
 			for _, cm := range []string{"base", "mid", "app", "app-v1-only"} {
 				g.Expect(valueOn(g, ctx, p, cm)).To(Equal("v1"), "%s on %s", cm, p.name)
@@ -399,6 +428,29 @@ func TestFleet_LayersOnManyClusters(t *testing.T) {
 		g.Expect(violations).To(BeEmpty(), "wave main never took v3")
 	})
 
+	t.Run("a Cluster API Cluster is a cluster too", func(t *testing.T) {
+		h := h.forTest(t)
+		g := NewWithT(t)
+		_, err := envtest.InstallCRDs(h.cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{capiClusterCRD()}})
+		g.Expect(err).NotTo(HaveOccurred())
+		target := planes[3]
+		g.Expect(h.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleetNamespace, Name: "capi-w3-kubeconfig"},
+			Data: map[string][]byte{"value": inlineKubeconfig(g, target.cfg)}})).To(Succeed())
+		cluster := &unstructured.Unstructured{}
+		cluster.SetAPIVersion("cluster.x-k8s.io/v1beta1")
+		cluster.SetKind("Cluster")
+		cluster.SetNamespace(fleetNamespace)
+		cluster.SetName("capi-w3")
+		cluster.SetLabels(map[string]string{"provisioner": "capi"})
+		g.Expect(h.c.Create(ctx, cluster)).To(Succeed())
+		h.placedLayer("fleet-capi", map[string]string{"provisioner": "capi"}, nil)
+		h.waitLayer("fleet-capi", kraanv1.DeployedState, func(g Gomega, l *kraanv1.AddonsLayer) {
+			g.Expect(l.Status.Clusters).To(HaveLen(1))
+			g.Expect(l.Status.Clusters[0].Cluster).To(Equal(fleetNamespace + "/capi-w3"))
+		})
+		g.Expect(valueOn(g, ctx, target, "capi")).To(Equal("v1"))
+	})
+
 	t.Run("kubectl kraan fleet shows layer × cluster", func(t *testing.T) {
 		g := NewWithT(t)
 		var out bytes.Buffer
@@ -406,9 +458,10 @@ func TestFleet_LayersOnManyClusters(t *testing.T) {
 		cmd.SetArgs([]string{"fleet", "--kubeconfig", h.kubeconfig, "--color", "never"})
 		g.Expect(cmd.ExecuteContext(ctx)).To(Succeed(), out.String())
 		t.Log("\n" + out.String())
-		g.Expect(out.String()).To(MatchRegexp(`(?m)^CLUSTER\s+fleet-app\s+fleet-base\s+fleet-edge\s+fleet-mid$`))
-		g.Expect(out.String()).To(MatchRegexp(`(?m)^fleet/canary\s+v2 Deployed\s+v1 Deployed\s+v1 Deployed\s+v1 Deployed$`))
-		g.Expect(out.String()).To(MatchRegexp(`(?m)^fleet/w3\s+v2 Deployed\s+v1 Deployed\s+-\s+v1 Deployed$`))
+		g.Expect(out.String()).To(MatchRegexp(`(?m)^CLUSTER\s+fleet-app\s+fleet-base\s+fleet-capi\s+fleet-edge\s+fleet-mid$`))
+		g.Expect(out.String()).To(MatchRegexp(`(?m)^fleet/canary\s+v2 Deployed\s+v1 Deployed\s+-\s+v1 Deployed\s+v1 Deployed$`))
+		g.Expect(out.String()).To(MatchRegexp(`(?m)^fleet/w3\s+v2 Deployed\s+v1 Deployed\s+-\s+-\s+v1 Deployed$`))
+		g.Expect(out.String()).To(MatchRegexp(`(?m)^fleet/capi-w3\s+-\s+-\s+v1 Deployed\s+-\s+-$`))
 		g.Expect(out.String()).To(MatchRegexp(`(?m)^fleet/w4\s+v1 Unreachable`))
 		g.Expect(out.String()).To(MatchRegexp(`(?m)^fleet-app\s+v3\s+RolledBack\s+canary\s+version v3 failed`))
 	})
