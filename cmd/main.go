@@ -169,6 +169,7 @@ func startManager(ctx context.Context, opts *options, read settings) error {
 	}
 	layers := addonslayer.Options{
 		DataPath: opts.dataPath, SourceHostOverride: opts.sourceHostOverride, DefaultSourceNamespace: opts.sourceNamespace,
+		SnapshotNamespace: opts.ownNamespace(),
 	}
 	if err := operator.SetupAll(mgr, operator.Options{
 		ControllerOptions: kit.ControllerOptions{

@@ -119,16 +119,7 @@ func (o *options) zapOptions() (*zap.Options, error) {
 // pod's; none outside a cluster).
 func (o *options) platformNamespaceList() []string {
 	namespaces := splitList(o.platformNamespaces)
-	own := os.Getenv("RUNTIME_NAMESPACE")
-	if own == "" {
-		own = o.leaderElectionNamespace
-	}
-	if own == "" {
-		if data, err := os.ReadFile(inClusterNamespaceFile); err == nil {
-			own = strings.TrimSpace(string(data))
-		}
-	}
-	if own != "" {
+	if own := o.ownNamespace(); own != "" {
 		namespaces = append(namespaces, own)
 	}
 	return namespaces

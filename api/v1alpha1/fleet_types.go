@@ -45,9 +45,6 @@ const (
 	ReasonNoClusters = "NoClusters"
 	// ReasonClusterReachable: a FleetCluster answered.
 	ReasonClusterReachable = "ClusterReachable"
-	// ReasonNotPlatformNamespace: a FleetCluster outside the platform's
-	// namespaces is ignored.
-	ReasonNotPlatformNamespace = "NotPlatformNamespace"
 )
 
 // PlacementSpec places a layer on registered clusters instead of the cluster

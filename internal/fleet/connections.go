@@ -18,11 +18,13 @@ import (
 
 // Limits of one connection. A request to a cluster that does not answer
 // gives up after requestTimeout, so a dead cluster holds a worker for
-// seconds, not minutes; QPS and burst are a layer's apply, not a flood.
+// seconds, not minutes. QPS and burst are Flux's controllers' defaults: a
+// layer's pass on a cluster is about four requests per object (adoption
+// read, dry run, apply, health), and client-go's 20 QPS made that seconds.
 const (
 	requestTimeout = 15 * time.Second
-	clusterQPS     = 20
-	clusterBurst   = 50
+	clusterQPS     = 50
+	clusterBurst   = 300
 )
 
 // DefaultMaxConnections bounds the clusters with open clients: each holds a

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -52,8 +53,11 @@ type Cluster struct {
 
 // Registry lists the registered clusters and connects to them.
 type Registry struct {
-	// Reader reads FleetClusters (the manager's cache, which watches them).
+	// Reader reads FleetClusters: Cache, which holds those of Namespaces
+	// only; nil when there are no Namespaces.
 	Reader client.Reader
+	// Cache is Reader, for watches.
+	Cache cache.Cache
 	// APIReader reads kubeconfig Secrets and Cluster API Clusters from the
 	// API server: neither is cached, so no Secret of the cluster is held in
 	// memory and no informer waits for a kind that may not be installed.
@@ -73,6 +77,9 @@ type Registry struct {
 func (r *Registry) Registered(ctx context.Context) ([]Cluster, error) {
 	var out []Cluster
 	for _, ns := range r.Namespaces {
+		if r.Reader == nil {
+			break
+		}
 		list := &kraanv1.FleetClusterList{}
 		if err := r.Reader.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("listing FleetClusters in %s: %w", ns, err)

@@ -186,7 +186,9 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	layers.PlatformNamespaces = opts.PlatformNamespaces
 	// One registry: the layers and the FleetCluster checks share each
 	// cluster's connection.
-	layers.Fleet = addonslayer.NewRegistry(mgr, layers)
+	if layers.Fleet, err = addonslayer.NewRegistry(mgr, layers); err != nil {
+		return err
+	}
 	if err := addonslayer.Setup(mgr, layers); err != nil {
 		return fmt.Errorf("setting up the AddonsLayer controller: %w", err)
 	}

@@ -72,7 +72,7 @@ func printFleet(_ context.Context, out io.Writer, layers []kraanv1.AddonsLayer, 
 	}
 	matrix.write(out, true)
 	fmt.Fprintln(out)
-	rollouts := &table{header: []string{"LAYER", "VERSION", "ROLLOUT", "WAVE", messageColumn}, color: color}
+	rollouts := &table{header: []string{"LAYER", versionColumn, "ROLLOUT", "WAVE", messageColumn}, color: color}
 	for _, l := range layers {
 		r := kraanv1.RolloutStatus{}
 		if l.Status.Rollout != nil {

@@ -173,7 +173,7 @@ func (g *getOptions) print(list client.ObjectList, header bool) error {
 }
 
 func layerTable(t *table, layers []kraanv1.AddonsLayer, now time.Time) {
-	t.header = []string{"NAME", "VERSION", "STATUS", "REVISION", "AGE", messageColumn}
+	t.header = []string{"NAME", versionColumn, "STATUS", "REVISION", "AGE", messageColumn}
 	for i := range layers {
 		l := &layers[i]
 		st := layerState(l)
@@ -183,7 +183,7 @@ func layerTable(t *table, layers []kraanv1.AddonsLayer, now time.Time) {
 }
 
 func releaseTable(t *table, releases []kraanv1.HelmRelease, allNamespaces bool, now time.Time) {
-	t.header = []string{"NAME", "CHART", "VERSION", "STATUS", "REVISION", "AGE", messageColumn}
+	t.header = []string{"NAME", "CHART", versionColumn, "STATUS", "REVISION", "AGE", messageColumn}
 	if allNamespaces {
 		t.header = append([]string{"NAMESPACE"}, t.header...)
 	}

@@ -89,8 +89,11 @@ func age(t metav1.Time, now time.Time) string {
 	return duration.HumanDuration(now.Sub(t.Time))
 }
 
-// messageColumn is the last column of every table.
-const messageColumn = "MESSAGE"
+// Column names several tables share; the message is the last column of every table.
+const (
+	messageColumn = "MESSAGE"
+	versionColumn = "VERSION"
+)
 
 // text is a plain cell.
 func text(s string) cell { return cell{text: s} }

@@ -15,14 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -71,6 +71,7 @@ type fleetResult struct {
 // by the operator binary, against the same objects applied to each plane
 // directly, and what a registered cluster costs the operator.
 func BenchmarkFleet(b *testing.B) {
+	ctrl.SetLogger(logr.Discard()) // envtest's CRD installer logs through it
 	ctx := context.Background()
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -99,7 +100,30 @@ func BenchmarkFleet(b *testing.B) {
 		b.Fatal(err)
 	}
 	res.DirectSeconds = direct.Seconds()
+	op := startFleetOperator(ctx, b, mgmt, sc, dir, bin)
+	if err := measureFleetOperator(ctx, mgmt.client, op, planes, &res); err != nil {
+		b.Fatal(err)
+	}
+	progressf("fleet: direct %.2fs, operator rollout %.2fs (x%.2f), first placement %.2fs; RSS idle %.1f MiB, with %d clusters %.1f MiB (%.0f KiB per cluster); watches per cluster %.0f",
+		res.DirectSeconds, res.RolloutSeconds, res.RolloutSeconds/res.DirectSeconds, res.FirstSeconds,
+		res.IdleRSSMiB, fleetPlanes, res.FleetRSSMiB, res.RSSPerClusterKiB, res.WatchesPerCluster)
+	b.ReportMetric(res.RolloutSeconds, "rollout-s")
+	b.ReportMetric(res.RolloutSeconds/res.DirectSeconds, "x-direct")
+	b.ReportMetric(res.RSSPerClusterKiB, "rss-KiB/cluster")
+	b.ReportMetric(res.WatchesPerCluster, "watches/cluster")
+	data, err := yaml.Marshal(res)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(root, "bin", "bench", "fleet.yaml"), data, 0o644)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+}
 
+// startFleetOperator starts the Git server, source-controller with the
+// layer's two versions committed, and the operator binary, whose platform
+// namespace is fleetNamespace.
+func startFleetOperator(ctx context.Context, b *testing.B, mgmt *planeEnv, sc, dir, bin string) *operatorProcess {
 	sources, err := env.StartSources(ctx, env.SourcesOptions{
 		Dir: filepath.Join(dir, "sources"), SourceController: sc, Kubeconfig: mgmt.plane.Kubeconfig(), Client: mgmt.client,
 	})
@@ -118,16 +142,23 @@ func BenchmarkFleet(b *testing.B) {
 	if err := mgmt.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNamespace}}); err != nil {
 		b.Fatal(err)
 	}
+	return op
+}
+
+// measureFleetOperator registers the planes, places the layer, rolls v2
+// out, and fills res with the times, memory and watches.
+func measureFleetOperator(ctx context.Context, mgmt client.Client, op *operatorProcess, planes []fleetPlane, res *fleetResult) error {
+	var err error
 	if res.IdleRSSMiB, err = settledRSS(op); err != nil {
-		b.Fatal(err)
+		return err
 	}
 	watchesBefore, err := longRunningWatches(ctx, planes[0])
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	for i, p := range planes {
-		if err := registerPlane(ctx, mgmt.client, fmt.Sprintf("p%02d", i), p); err != nil {
-			b.Fatal(err)
+		if err := registerPlane(ctx, mgmt, fmt.Sprintf("p%02d", i), p); err != nil {
+			return err
 		}
 	}
 	layer := &kraanv1.AddonsLayer{
@@ -140,46 +171,29 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	progressf("fleet: placing version v1 on %d planes", fleetPlanes)
 	start := time.Now()
-	if err := mgmt.client.Create(ctx, layer); err != nil {
-		b.Fatal(err)
+	if err := mgmt.Create(ctx, layer); err != nil {
+		return err
 	}
-	if err := waitRollout(ctx, mgmt.client, "v1"); err != nil {
-		b.Fatal(err)
+	if err := waitRollout(ctx, mgmt, "v1"); err != nil {
+		return err
 	}
 	res.FirstSeconds = time.Since(start).Seconds()
 	progressf("fleet: rolling version v2 out")
 	start = time.Now()
-	if err := setLayerVersion(ctx, mgmt.client, "v2"); err != nil {
-		b.Fatal(err)
+	if err := setLayerVersion(ctx, mgmt, "v2"); err != nil {
+		return err
 	}
-	if err := waitRollout(ctx, mgmt.client, "v2"); err != nil {
-		b.Fatal(err)
+	if err := waitRollout(ctx, mgmt, "v2"); err != nil {
+		return err
 	}
 	res.RolloutSeconds = time.Since(start).Seconds()
 	if res.FleetRSSMiB, err = settledRSS(op); err != nil {
-		b.Fatal(err)
+		return err
 	}
 	res.RSSPerClusterKiB = (res.FleetRSSMiB - res.IdleRSSMiB) * 1024 / fleetPlanes
 	watchesAfter, err := longRunningWatches(ctx, planes[0])
-	if err != nil {
-		b.Fatal(err)
-	}
 	res.WatchesPerCluster = watchesAfter - watchesBefore
-
-	progressf("fleet: direct %.2fs, operator rollout %.2fs (x%.2f), first placement %.2fs; RSS idle %.1f MiB, with %d clusters %.1f MiB (%.0f KiB per cluster); watches per cluster %.0f",
-		res.DirectSeconds, res.RolloutSeconds, res.RolloutSeconds/res.DirectSeconds, res.FirstSeconds,
-		res.IdleRSSMiB, fleetPlanes, res.FleetRSSMiB, res.RSSPerClusterKiB, res.WatchesPerCluster)
-	b.ReportMetric(res.RolloutSeconds, "rollout-s")
-	b.ReportMetric(res.RolloutSeconds/res.DirectSeconds, "x-direct")
-	b.ReportMetric(res.RSSPerClusterKiB, "rss-KiB/cluster")
-	b.ReportMetric(res.WatchesPerCluster, "watches/cluster")
-	data, err := yaml.Marshal(res)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(root, "bin", "bench", "fleet.yaml"), data, 0o644)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
+	return err
 }
 
 // buildOperator builds the operator binary as its image does.
@@ -231,7 +245,8 @@ func startFleetPlanes(b *testing.B) []fleetPlane {
 func fleetObjectsOf(ns, version string) []*unstructured.Unstructured {
 	namespace := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{"name": ns}}}
-	out := []*unstructured.Unstructured{namespace}
+	out := make([]*unstructured.Unstructured, 0, 1+fleetObjects)
+	out = append(out, namespace)
 	for i := range fleetObjects {
 		out = append(out, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": fmt.Sprintf("cm-%02d", i), "namespace": ns},
@@ -292,24 +307,11 @@ func commitFleetLayer(ctx context.Context, sources *env.Sources, dir string) err
 
 // registerPlane creates the plane's kubeconfig Secret and FleetCluster.
 func registerPlane(ctx context.Context, mgmt client.Client, name string, plane fleetPlane) error {
-	cfg := plane.cfg
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	data, err := clientcmd.Write(*kc)
+	data, err := testenv.InlineKubeconfig(plane.cfg, nil)
 	if err != nil {
 		return err
 	}
-	if err := mgmt.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleetNamespace, Name: name + "-kubeconfig"},
-		Data: map[string][]byte{"value": data}}); err != nil {
-		return err
-	}
-	return mgmt.Create(ctx, &kraanv1.FleetCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: fleetNamespace, Name: name, Labels: map[string]string{"bench": "fleet"}},
-		Spec:       kraanv1.FleetClusterSpec{KubeConfig: kraanv1.KubeConfigReference{SecretRef: &kraanv1.SecretKeyReference{Name: name + "-kubeconfig"}}},
-	})
+	return testenv.RegisterCluster(ctx, mgmt, fleetNamespace, name, map[string]string{"bench": "fleet"}, data)
 }
 
 // setLayerVersion moves the layer to version, read from ./fleet/<version>.

@@ -30,6 +30,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -142,6 +144,34 @@ func (e *Env) WriteKubeconfig(path string) error {
 		return fmt.Errorf("rendering a kubeconfig: %w", err)
 	}
 	return os.WriteFile(path, data, 0o600)
+}
+
+// InlineKubeconfig is cfg as a kubeconfig carrying its credentials inline,
+// as the operator requires of the clusters it is given; user, if set,
+// changes the user's entry.
+func InlineKubeconfig(cfg *rest.Config, user func(*clientcmdapi.AuthInfo)) ([]byte, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	if user != nil {
+		user(kc.AuthInfos["u"])
+	}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	return clientcmd.Write(*kc)
+}
+
+// RegisterCluster creates, in ns, a FleetCluster named name with labels and
+// the Secret holding its kubeconfig.
+func RegisterCluster(ctx context.Context, c client.Client, ns, name string, labels map[string]string, kubeconfig []byte) error {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-kubeconfig"},
+		Data: map[string][]byte{"value": kubeconfig}}
+	if err := c.Create(ctx, secret); err != nil {
+		return err
+	}
+	return c.Create(ctx, &kraanv1.FleetCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: kraanv1.FleetClusterSpec{KubeConfig: kraanv1.KubeConfigReference{
+			SecretRef: &kraanv1.SecretKeyReference{Name: secret.Name}}}})
 }
 
 // InstallCRDs installs the operator's CRDs and Flux's source CRDs (from

@@ -49,8 +49,9 @@ type Options struct {
 	PlatformNamespaces []string
 	// Fleet lists and reaches the registered clusters; NewRegistry's when nil.
 	Fleet *fleet.Registry
-	// SnapshotNamespace keeps the versions placed layers ran (Secrets);
-	// DefaultSourceNamespace when empty.
+	// SnapshotNamespace keeps the versions placed layers ran (Secrets): the
+	// operator's namespace; when empty, the last of PlatformNamespaces, else
+	// DefaultSourceNamespace.
 	SnapshotNamespace string
 	// Sealer seals the HelmReleases a layer applies, so that they act as
 	// the platform under the multi-tenancy lockdown while their spec is
@@ -133,7 +134,7 @@ func (r *Reconciler) Read(ctx context.Context, req ctrl.Request) (*layerScope, b
 func (r *Reconciler) Steps(sc *layerScope) []kit.Step[*layerScope] {
 	placed := sc.layer.Spec.Placement != nil
 	switch {
-	case !sc.layer.DeletionTimestamp.IsZero() && (placed || len(sc.layer.Status.Clusters) > 0):
+	case !sc.layer.DeletionTimestamp.IsZero() && placed:
 		return []kit.Step[*layerScope]{r.reconcileDeletePlaced}
 	case !sc.layer.DeletionTimestamp.IsZero():
 		return []kit.Step[*layerScope]{r.reconcileDelete}
@@ -143,7 +144,7 @@ func (r *Reconciler) Steps(sc *layerScope) []kit.Step[*layerScope] {
 			r.reconcileHold, r.reconcileSource, r.reconcileRender, r.reconcilePlacement,
 		}
 	}
-	return []kit.Step[*layerScope]{r.reconcileFinalizer,
+	return []kit.Step[*layerScope]{r.reconcileFinalizer, r.reconcileUnplaced,
 		r.reconcileHold, r.reconcileSource, r.reconcileRender, r.reconcileHandover,
 		r.reconcilePrerequisites, r.reconcileApply, r.reconcileReadiness, r.reconcileLayerTests,
 	}
@@ -185,6 +186,18 @@ func (r *Reconciler) Finish(ctx context.Context, sc *layerScope, _ ctrl.Result, 
 	return res, errors.Join(err, patchErr)
 }
 
+// removeFinalizer lets the deleted layer go, and its metrics.
+func (r *Reconciler) removeFinalizer(ctx context.Context, sc *layerScope) error {
+	base := sc.layer.DeepCopy()
+	controllerutil.RemoveFinalizer(sc.layer, kraanv1.Finalizer)
+	if err := r.Patch(ctx, sc.layer, client.MergeFrom(base)); err != nil {
+		return failed(kraanv1.ReasonPruneFailed, fmt.Errorf("removing finalizer: %w", err))
+	}
+	r.Metrics.forget(sc.layer.Name)
+	sc.deleted = true
+	return nil
+}
+
 // reconcileDelete releases every object of the inventory, waits the grace
 // period (spec.interval) so other layers can adopt them, prunes the rest, then
 // removes the finalizer.
@@ -209,13 +222,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sc *layerScope) (ctrl.
 			fmt.Sprintf("AddonsLayer is being deleted: %d objects are released and pruned at %s unless another layer adopts them",
 				len(pending), until.UTC().Format(time.RFC3339)))
 	}
-	base := sc.layer.DeepCopy()
-	controllerutil.RemoveFinalizer(sc.layer, kraanv1.Finalizer)
-	if err := r.Patch(ctx, sc.layer, client.MergeFrom(base)); err != nil {
-		return ctrl.Result{}, failed(kraanv1.ReasonPruneFailed, fmt.Errorf("removing finalizer: %w", err))
+	if err := r.removeFinalizer(ctx, sc); err != nil {
+		return ctrl.Result{}, err
 	}
-	r.Metrics.forget(sc.layer.Name)
-	sc.deleted = true
 	if kindRemoved {
 		// Its objects keep the layer's label: a layer of the same name
 		// applies them again as its own.

@@ -349,10 +349,10 @@ func (e *layerEnv) testWaitingChecksHealthOnly(t *testing.T) {
 	// cache has not seen yet (a deleted object is re-created at once): count
 	// from when they are over, which is when the count stops moving.
 	g.Eventually(func(g Gomega) {
-		n := e.dryRuns.Load()
-		g.Consistently(e.dryRuns.Load, 300*time.Millisecond, 50*time.Millisecond).Should(Equal(n))
+		n := e.dryRuns.in("waits")
+		g.Consistently(func() int64 { return e.dryRuns.in("waits") }, 300*time.Millisecond, 50*time.Millisecond).Should(Equal(n))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
-	before := e.dryRuns.Load()
+	before := e.dryRuns.in("waits")
 
 	for _, step := range []string{"pulling", "creating", "waiting"} {
 		g.Eventually(func(g Gomega) {
@@ -366,7 +366,7 @@ func (e *layerEnv) testWaitingChecksHealthOnly(t *testing.T) {
 		g.Eventually(func(g Gomega) string { return layerReadyMessage(e.layer(g, "waits")) }).
 			WithTimeout(10*time.Second).Should(ContainSubstring("still "+step), "the layer reconciled on the change")
 	}
-	g.Expect(e.dryRuns.Load()).To(Equal(before), "no object was dry-run applied again")
+	g.Expect(e.dryRuns.in("waits")).To(Equal(before), "no object was dry-run applied again")
 
 	b := &kraanv1.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "waits", Name: "b"}}
 	g.Expect(e.c.Delete(context.Background(), b)).To(Succeed())

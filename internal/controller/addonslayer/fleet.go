@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -202,9 +203,17 @@ func waitingEntry(e kraanv1.LayerClusterStatus, why string, now time.Time) kraan
 	return stamped(e, next, now)
 }
 
+// maxClusterMessage bounds a cluster entry's message: a layer on a
+// thousand clusters writes a thousand of them into one object, and a failed
+// layer test's output is long. The layer's own conditions carry it whole.
+const maxClusterMessage = 1024
+
 // stamped sets next's transition time: now when its state or version
-// changed since e.
+// changed since e; and bounds its message.
 func stamped(e, next kraanv1.LayerClusterStatus, now time.Time) kraanv1.LayerClusterStatus {
+	if len(next.Message) > maxClusterMessage {
+		next.Message = strings.ToValidUTF8(next.Message[:maxClusterMessage], "") + "…"
+	}
 	if next.State != e.State || next.Version != e.Version || next.Revision != e.Revision || next.LastTransitionTime.IsZero() {
 		next.LastTransitionTime = metav1.NewTime(now)
 	}
@@ -231,7 +240,7 @@ func (r *Reconciler) runOnCluster(ctx context.Context, sc *layerScope, cluster f
 	if err != nil {
 		return unreachableEntry(entry, cluster, sc.redactor.Error(err), sc.now)
 	}
-	csc := clusterScope(sc, cluster.Key, conn, entry, t, v, versions)
+	csc := clusterScope(sc, cluster.Key, conn, r.ownsOnCluster(cluster.Key), entry, t, v, versions)
 	var stepErr error
 	for _, step := range []func(context.Context, *layerScope) (ctrl.Result, error){
 		r.reconcileHandover, r.reconcilePrerequisites, r.reconcileApply, r.reconcileReadiness, r.reconcileLayerTests,
@@ -300,7 +309,7 @@ const maxLeaving = 4
 // cluster's client, version t's objects, and a status made of the cluster's
 // entry, whose inventory is what the versions the cluster ran defined, so
 // that what t no longer defines is released and pruned there.
-func clusterScope(sc *layerScope, key string, conn *fleet.Connection, entry kraanv1.LayerClusterStatus,
+func clusterScope(sc *layerScope, key string, conn *fleet.Connection, owns apply.OwnershipFunc, entry kraanv1.LayerClusterStatus,
 	t fleet.Target, v fleet.Version, versions map[fleet.Target]fleet.Version) *layerScope {
 	l := sc.layer.DeepCopy()
 	l.Spec.Version = t.Version
@@ -329,7 +338,39 @@ func clusterScope(sc *layerScope, key string, conn *fleet.Connection, entry kraa
 	return &layerScope{
 		layer: l, now: sc.now, interval: sc.interval, revision: t.Revision,
 		objects: cloneAll(v.Objects), tests: cloneAll(v.Tests), redactor: sc.redactor,
-		applier: conn.Applier(), discovery: conn.Discovery, cluster: key,
+		applier: conn.Applier().WithOwnership(owns), discovery: conn.Discovery, cluster: key,
+	}
+}
+
+// ownsOnCluster is the proof of ownership on a cluster layers are placed
+// on: the owning layer, read from the management cluster, is placed on it
+// and a version it runs there defines the object. The object's layer label
+// is anyone's to write on that cluster; this is not.
+func (r *Reconciler) ownsOnCluster(cluster string) apply.OwnershipFunc {
+	return func(ctx context.Context, layer string, ref apply.Ref) (bool, error) {
+		l := &kraanv1.AddonsLayer{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: layer}, l); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("reading layer %s, which %s is labelled for: %w", layer, ref, err)
+		}
+		i := slices.IndexFunc(l.Status.Clusters, func(e kraanv1.LayerClusterStatus) bool { return e.Cluster == cluster })
+		if l.Spec.Placement == nil || i < 0 {
+			return false, nil
+		}
+		for _, t := range clusterVersions(l.Status.Clusters[i]) {
+			v, found, err := r.Snapshots.Load(ctx, layer, t)
+			if err != nil {
+				return false, err
+			}
+			if found && slices.ContainsFunc(slices.Concat(v.Objects, v.Tests), func(o *unstructured.Unstructured) bool {
+				return apply.RefOf(o).Key() == ref.Key()
+			}) {
+				return true, nil
+			}
+		}
+		return false, nil
 	}
 }
 
@@ -401,7 +442,7 @@ func (r *Reconciler) withdrawFrom(ctx context.Context, sc *layerScope, cluster f
 	if err != nil {
 		return unreachableEntry(e, cluster, sc.redactor.Error(err), sc.now), true
 	}
-	csc := clusterScope(sc, cluster.Key, conn, e, fleet.Target{}, fleet.Version{}, versions)
+	csc := clusterScope(sc, cluster.Key, conn, r.ownsOnCluster(cluster.Key), e, fleet.Target{}, fleet.Version{}, versions)
 	pending, until, err := r.releaseAll(ctx, csc, nil)
 	next := e
 	next.Wave = ""
@@ -470,6 +511,21 @@ func placementOutcome(sc *layerScope, rollout kraanv1.RolloutStatus, members []f
 	return nil
 }
 
+// reconcileUnplaced lets go of the clusters of a layer whose placement was
+// removed: the layer applies to the operator's own cluster from now on, and
+// its objects stay on the clusters it was placed on (pruning a fleet because
+// a field was deleted would be the wrong surprise).
+func (r *Reconciler) reconcileUnplaced(_ context.Context, sc *layerScope) (ctrl.Result, error) {
+	if len(sc.layer.Status.Clusters) == 0 && sc.layer.Status.Rollout == nil {
+		return ctrl.Result{}, nil
+	}
+	r.Events.Warning(sc.layer, "PlacementRemoved", fmt.Sprintf(
+		"spec.placement was removed: the layer's objects stay on the %d clusters it was placed on; it now applies to this cluster",
+		len(sc.layer.Status.Clusters)))
+	sc.layer.Status.Clusters, sc.layer.Status.Rollout = nil, nil
+	return ctrl.Result{}, nil
+}
+
 // reconcileDeletePlaced withdraws a deleted placed layer from every cluster
 // it is on (see withdrawFrom), then removes the finalizer. A cluster that
 // does not answer is not waited for: its objects stay, and an event says so.
@@ -505,12 +561,8 @@ func (r *Reconciler) reconcileDeletePlaced(ctx context.Context, sc *layerScope) 
 		return ctrl.Result{}, waitingIn(kraanv1.PruningState, kraanv1.ReasonDeleting, healthPollInterval,
 			fmt.Sprintf("AddonsLayer is being deleted: its objects are being pruned on %d clusters", len(pending)))
 	}
-	base := sc.layer.DeepCopy()
-	controllerutil.RemoveFinalizer(sc.layer, kraanv1.Finalizer)
-	if err := r.Patch(ctx, sc.layer, client.MergeFrom(base)); err != nil {
-		return ctrl.Result{}, failed(kraanv1.ReasonPruneFailed, fmt.Errorf("removing finalizer: %w", err))
+	if err := r.removeFinalizer(ctx, sc); err != nil {
+		return ctrl.Result{}, err
 	}
-	r.Metrics.forget(sc.layer.Name)
-	sc.deleted = true
 	return ctrl.Result{}, waitingIn(kraanv1.PruningState, kraanv1.ReasonDeleting, 0, "AddonsLayer deleted from its clusters")
 }

@@ -38,7 +38,11 @@ import (
 	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
-const sourceNamespace = "flux-system"
+const (
+	sourceNamespace = "flux-system"
+	// platformNamespace is where clusters are registered.
+	platformNamespace = "platform"
+)
 
 // layerEnv is an API server with our CRDs and Flux's source CRDs, the
 // AddonsLayer controller running alone, and an HTTP server standing in for
@@ -49,20 +53,41 @@ type layerEnv struct {
 	config    *rest.Config
 	artifacts *artifactServer
 	// dryRuns counts the controller's server-side dry runs (PATCH ?dryRun).
-	dryRuns *atomic.Int64
+	dryRuns *dryRunCounts
 }
 
-// dryRunCounter counts the PATCH requests with dryRun set that go through it.
+// dryRunCounter counts the PATCH requests with dryRun set that go through
+// it, by the namespace of their object: other layers of the environment
+// resync on their own interval, and a count of all would count theirs.
 type dryRunCounter struct {
-	next  http.RoundTripper
-	count *atomic.Int64
+	next   http.RoundTripper
+	counts *dryRunCounts
+}
+
+// dryRunCounts are the counts every dryRunCounter of a config adds to.
+type dryRunCounts struct {
+	byNamespace sync.Map // namespace → *atomic.Int64
 }
 
 func (d *dryRunCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodPatch && req.URL.Query().Has("dryRun") {
-		d.count.Add(1)
+		_, rest, _ := strings.Cut(req.URL.Path, "/namespaces/")
+		ns, _, _ := strings.Cut(rest, "/")
+		n, _ := d.counts.byNamespace.LoadOrStore(ns, &atomic.Int64{})
+		n.(*atomic.Int64).Add(1)
 	}
 	return d.next.RoundTrip(req)
+}
+
+// in is how many dry runs went to objects of namespace ns.
+//
+//nolint:unparam // counts are per namespace; one case reads them so far
+func (d *dryRunCounts) in(ns string) int64 {
+	n, ok := d.byNamespace.Load(ns)
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int64).Load()
 }
 
 // startLayerEnv starts the environment; it is stopped when t ends.
@@ -80,18 +105,21 @@ func startLayerEnv(t *testing.T) *layerEnv {
 	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	dryRuns := &atomic.Int64{}
+	dryRuns := &dryRunCounts{}
 	config := rest.CopyConfig(env.Config)
-	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &dryRunCounter{next: rt, count: dryRuns} })
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &dryRunCounter{next: rt, counts: dryRuns} })
 	mgr := testenv.NewManager(t, config)
 	g.Expect(Setup(mgr, Options{
 		ControllerOptions: kit.ControllerOptions{MaxConcurrentReconciles: 2},
 		DataPath:          t.TempDir(), DefaultSourceNamespace: sourceNamespace,
+		PlatformNamespaces: []string{platformNamespace},
 	})).To(Succeed())
 	testenv.RunManager(t, mgr)
 
 	e := &layerEnv{c: env.Client, config: env.Config, artifacts: newArtifactServer(t), dryRuns: dryRuns}
-	g.Expect(e.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sourceNamespace}})).To(Succeed())
+	for _, ns := range []string{sourceNamespace, platformNamespace} {
+		g.Expect(e.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
 	return e
 }
 

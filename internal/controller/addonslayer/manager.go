@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -72,8 +73,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Watches(&kraanv1.AddonsLayer{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependencyChange),
 			builder.WithPredicates(dependencyStateChanged())).
 		Watches(&kraanv1.HelmRelease{}, owned).
-		// A cluster registered, relabelled or removed re-places the placed layers.
-		Watches(&kraanv1.FleetCluster{}, handler.EnqueueRequestsFromMapFunc(r.placedLayers)).
 		WithOptions(opts.Controller())
 	// The workloads a layer applied turning healthy move it on; layer tests
 	// are mostly Jobs, whose completion does. Only objects carrying a
@@ -89,6 +88,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	})
 	for gvk := range kinds {
 		b = b.WatchesRawSource(crsource.Kind(workloads, kit.MetadataOf(gvk), ownedWorkload))
+	}
+	if r.Fleet.Cache != nil {
+		// A cluster registered, relabelled or removed re-places the placed
+		// layers; its status (written every check) does not.
+		b = b.WatchesRawSource(crsource.Kind(r.Fleet.Cache, &kraanv1.FleetCluster{},
+			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, fc *kraanv1.FleetCluster) []reconcile.Request {
+				return r.placedLayers(ctx, fc)
+			}),
+			predicate.Or[*kraanv1.FleetCluster](predicate.TypedGenerationChangedPredicate[*kraanv1.FleetCluster]{},
+				predicate.TypedLabelChangedPredicate[*kraanv1.FleetCluster]{})))
 	}
 	// Flux's sources are watched once the cluster has their CRDs.
 	var fluxWatches []kit.OptionalWatch
@@ -111,13 +120,33 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // NewRegistry is the registry of the clusters placed layers run on: the
 // FleetClusters and Cluster API Clusters of opts.PlatformNamespaces, with
 // connections that judge the chart-backed kinds by their Ready condition.
-func NewRegistry(mgr ctrl.Manager, opts Options) *fleet.Registry {
+// FleetClusters are cached from the platform's namespaces only, in a cache
+// of their own: a tenant may create the kind (OLM gives namespace editors
+// every kind of the operator), and what it creates is never read, so it
+// can neither fill a cache nor make a layer run.
+func NewRegistry(mgr ctrl.Manager, opts Options) (*fleet.Registry, error) {
 	readyKinds := make([]schema.GroupKind, 0, len(opts.ChartBackedKinds))
 	for _, gvk := range opts.ChartBackedKinds {
 		readyKinds = append(readyKinds, gvk.GroupKind())
 	}
-	return &fleet.Registry{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
+	r := &fleet.Registry{APIReader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
 		Namespaces: opts.PlatformNamespaces, Connections: &fleet.Connections{Scheme: mgr.GetScheme(), ReadyKinds: readyKinds}}
+	if len(opts.PlatformNamespaces) == 0 {
+		return r, nil // no namespace registers clusters: there are none
+	}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+		DefaultNamespaces: kit.CacheNamespaces(opts.PlatformNamespaces), DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{&kraanv1.FleetCluster{}: {}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the cache of FleetClusters: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the cache of FleetClusters: %w", err)
+	}
+	r.Reader, r.Cache = c, c
+	return r, nil
 }
 
 // newReconciler wires the reconciler's collaborators. The chart-backed kinds
@@ -149,12 +178,17 @@ func newReconciler(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		return nil, err
 	}
 	snapshots := opts.SnapshotNamespace
+	if snapshots == "" && len(opts.PlatformNamespaces) > 0 {
+		snapshots = opts.PlatformNamespaces[len(opts.PlatformNamespaces)-1] // the operator's own comes last
+	}
 	if snapshots == "" {
 		snapshots = opts.DefaultSourceNamespace
 	}
 	registry := opts.Fleet
 	if registry == nil {
-		registry = NewRegistry(mgr, opts)
+		if registry, err = NewRegistry(mgr, opts); err != nil {
+			return nil, err
+		}
 	}
 	return &Reconciler{
 		Fleet: registry, Snapshots: &fleet.Snapshots{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: snapshots},

@@ -1,18 +1,19 @@
 // Package fleetcluster reconciles FleetClusters: it says whether the
-// operator honours a registration (only in the platform's namespaces) and
-// whether the cluster answers, with its version.
+// cluster answers, with its version. Only the FleetClusters of the
+// platform's namespaces are read at all (fleet.Registry's cache).
 package fleetcluster
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/internal/controller/kit"
@@ -40,10 +41,15 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=kraan.io,resources=fleetclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kraan.io,resources=fleetclusters/status,verbs=get;update;patch
 
-// Setup registers the reconciler with mgr.
+// Setup registers the reconciler with mgr; without platform namespaces
+// there is nothing to reconcile.
 func Setup(mgr ctrl.Manager, registry *fleet.Registry, opts kit.ControllerOptions) error {
+	if registry.Cache == nil {
+		return nil
+	}
 	r := &Reconciler{Client: mgr.GetClient(), Registry: registry, Options: opts}
-	return ctrl.NewControllerManagedBy(mgr).Named("fleetcluster").For(&kraanv1.FleetCluster{}).
+	return ctrl.NewControllerManagedBy(mgr).Named("fleetcluster").
+		WatchesRawSource(source.Kind(registry.Cache, &kraanv1.FleetCluster{}, &handler.TypedEnqueueRequestForObject[*kraanv1.FleetCluster]{})).
 		WithOptions(opts.Controller()).Complete(r)
 }
 
@@ -59,29 +65,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return kit.Reconcile[*clusterScope](ctx, r, req)
 }
 
-// Read gets the FleetCluster from the cache.
+// Read gets the FleetCluster from the registry's cache.
 func (r *Reconciler) Read(ctx context.Context, req ctrl.Request) (*clusterScope, bool, error) {
 	obj := &kraanv1.FleetCluster{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := r.Registry.Reader.Get(ctx, req.NamespacedName, obj); err != nil {
 		return nil, false, err
 	}
 	return &clusterScope{obj: obj, patcher: kit.NewPatcher(r.Client, obj)}, true, nil
 }
 
-// Steps: the namespace, then the cluster.
+// Steps: the cluster answers.
 func (r *Reconciler) Steps(*clusterScope) []kit.Step[*clusterScope] {
-	return []kit.Step[*clusterScope]{r.reconcileNamespace, r.reconcileConnection}
-}
-
-// reconcileNamespace ignores a registration outside the platform's
-// namespaces, saying so: a tenant may create the kind (OLM gives namespace
-// editors every kind of the operator), never make it count.
-func (r *Reconciler) reconcileNamespace(_ context.Context, sc *clusterScope) (ctrl.Result, error) {
-	if r.Registry.IsPlatformNamespace(sc.obj.Namespace) {
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{}, outcome.Terminal(kraanv1.ReasonNotPlatformNamespace, fmt.Errorf(
-		"ignored: only FleetClusters in the platform's namespaces (%s) register clusters", strings.Join(r.Registry.Namespaces, ", ")))
+	return []kit.Step[*clusterScope]{r.reconcileConnection}
 }
 
 // reconcileConnection reads the kubeconfig and asks the cluster its version.
