@@ -93,14 +93,36 @@ func (r *Registry) Registered(ctx context.Context) ([]Cluster, error) {
 		}
 		out = append(out, capi...)
 	}
-	slices.SortFunc(out, func(a, b Cluster) int { return strings.Compare(a.Key, b.Key) })
-	out = slices.CompactFunc(out, func(a, b Cluster) bool { return a.Key == b.Key }) // a FleetCluster wins over a Cluster of its name
+	out = byKey(out)
 	keys := make([]string, len(out))
 	for i, c := range out {
 		keys[i] = c.Key
 	}
 	r.Connections.Retain(keys)
 	return out, nil
+}
+
+// byKey orders clusters by key, one per key: a FleetCluster wins over a
+// Cluster API Cluster of the same namespace and name.
+func byKey(clusters []Cluster) []Cluster {
+	slices.SortStableFunc(clusters, func(a, b Cluster) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return boolOrder(a.Kind != FleetClusterKind, b.Kind != FleetClusterKind)
+	})
+	return slices.CompactFunc(clusters, func(a, b Cluster) bool { return a.Key == b.Key })
+}
+
+// boolOrder orders false before true.
+func boolOrder(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }
 
 // FromFleetCluster is the cluster fc registers.
