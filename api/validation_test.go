@@ -116,7 +116,11 @@ func TestCRDs_ShareTheKraanCategory(t *testing.T) {
 		"addonslayers.kraan.io":     {"al", "layer"},
 		"helmreleases.kraan.io":     {"khr"},
 		"habitats.habitat.kraan.io": {"hab"},
+		"fleetclusters.kraan.io":    {"fc"},
 	}
+	all, err := testenv.OperatorCRDNames()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names).To(HaveLen(len(all)), "every CRD of the operator is checked: %v", all)
 	for name, shortNames := range names {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Name: name}, crd)).To(Succeed())

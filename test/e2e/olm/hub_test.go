@@ -21,6 +21,7 @@ import (
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
 	"github.com/kraan-io/kraan-operator/test/chartrepo"
 	"github.com/kraan-io/kraan-operator/test/e2e/suite"
+	"github.com/kraan-io/kraan-operator/test/testenv"
 )
 
 // TestOLM_WithoutFlux_OperatorHubInstall: issue #44, an OperatorHub cluster
@@ -78,6 +79,11 @@ func TestOLM_WithoutFlux_OperatorHubInstall(t *testing.T) {
 	examples := almExamples(t, c)
 	g.Expect(examples).NotTo(BeEmpty())
 	for _, ex := range examples {
+		if ex.GetKind() == "FleetCluster" {
+			// A cluster registers only in a namespace the platform owns:
+			// the one OLM installed the operator in.
+			ex.SetNamespace(operatorsNS)
+		}
 		if ex.GetNamespace() != "" {
 			err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ex.GetNamespace()}})
 			g.Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
@@ -103,11 +109,17 @@ func TestOLM_WithoutFlux_OperatorHubInstall(t *testing.T) {
 			}
 			// Not Ready: it must say what it waits for, in words a user
 			// can act on.
-			g.Expect(ready["reason"]).To(BeElementOf(kraanv1.ReasonSourceKindNotInstalled, kraanv1.ReasonArtifactFailed),
+			g.Expect(ready["reason"]).To(BeElementOf(kraanv1.ReasonSourceKindNotInstalled, kraanv1.ReasonArtifactFailed, kraanv1.ReasonKubeConfigError),
 				"%s %s: %v", ex.GetKind(), ex.GetName(), ready["message"])
-			if ready["reason"] == kraanv1.ReasonSourceKindNotInstalled {
+			switch ready["reason"] {
+			case kraanv1.ReasonSourceKindNotInstalled:
 				g.Expect(ready["message"]).To(ContainSubstring("source-controller"))
-			} else {
+			case kraanv1.ReasonKubeConfigError:
+				// The example's cluster: its kubeconfig Secret is the
+				// user's to create.
+				name, _, _ := unstructured.NestedString(ex.Object, "spec", "kubeConfig", "secretRef", "name")
+				g.Expect(ready["message"]).To(ContainSubstring("Secret " + operatorsNS + "/" + name + " does not exist"))
+			default:
 				// The example's registry, unreachable from this machine.
 				g.Expect(ready["message"]).To(ContainSubstring("ghcr.io"))
 			}
@@ -156,7 +168,7 @@ func uninstallFromOLM(t *testing.T, c client.Client) {
 	} {
 		deleteAndWait(t, c, obj)
 	}
-	for _, name := range []string{"helmreleases.kraan.io", "addonslayers.kraan.io", "habitats.habitat.kraan.io"} {
+	for _, name := range operatorCRDs(t) {
 		deleteAndWait(t, c, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 }
@@ -169,4 +181,12 @@ func deleteAndWait(t *testing.T, c client.Client, obj client.Object) {
 	NewWithT(t).Eventually(func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(obj), obj))
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "%T %s is still there", obj, obj.GetName())
+}
+
+// operatorCRDs are the names of all the operator's CRDs.
+func operatorCRDs(t *testing.T) []string {
+	t.Helper()
+	names, err := testenv.OperatorCRDNames()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return names
 }

@@ -77,7 +77,7 @@ func TestUninstall(t *testing.T) {
 		g.Expect(first.State()).NotTo(BeNil(), "the operator process was stopped")
 		expectOperatorGone(g)
 		g.Expect(finalizedResources(g)).To(BeEmpty(), "no finalizer of the operator is left")
-		g.Expect(crdsPresent(g)).To(Equal(3), "the CRDs stay without --crds")
+		g.Expect(crdsPresent(g)).To(Equal(len(operatorCRDs)), "the CRDs stay without --crds")
 		expectUnchanged(t, before, takeSnapshot(t), true)
 	})
 
@@ -143,8 +143,14 @@ func TestUninstall(t *testing.T) {
 	})
 }
 
-// operatorCRDs are the CRDs of the operator's kinds.
-var operatorCRDs = []string{"addonslayers.kraan.io", "helmreleases.kraan.io", "habitats.habitat.kraan.io"}
+// operatorCRDs are the CRDs of the operator's kinds, every one of them.
+var operatorCRDs = func() []string {
+	names, err := testenv.OperatorCRDNames()
+	if err != nil {
+		panic(err)
+	}
+	return names
+}()
 
 // expectOrphaned: the Habitat's StatefulSet stays, owned by nothing.
 func expectOrphaned(g Gomega) {
