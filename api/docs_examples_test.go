@@ -1,29 +1,17 @@
 package api_test
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kraan-io/kraan-operator/test/guide"
 	"github.com/kraan-io/kraan-operator/test/testenv"
 )
-
-// yamlBlock is a fenced YAML block of a Markdown file, with its indentation.
-var yamlBlock = regexp.MustCompile("(?ms)^([ \t]*)```ya?ml\n(.*?)^[ \t]*```")
 
 // docsExample is one object of the operator's kinds shown in docs/.
 type docsExample struct {
@@ -44,34 +32,21 @@ func docsExamples(t *testing.T) []docsExample {
 	g.Expect(err).NotTo(HaveOccurred())
 	var out []docsExample
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		blocks, err := guide.ReadBlocks(f, "yaml", "yml")
 		g.Expect(err).NotTo(HaveOccurred())
-		for _, m := range yamlBlock.FindAllSubmatchIndex(data, -1) {
-			indent := string(data[m[2]:m[3]])
-			var body strings.Builder
-			for line := range strings.Lines(string(data[m[4]:m[5]])) {
-				body.WriteString(strings.TrimPrefix(line, indent))
-			}
-			line := bytes.Count(data[:m[0]], []byte("\n")) + 1
-			decoder := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(body.String()), 4096)
-			for {
-				obj := &unstructured.Unstructured{}
-				err := decoder.Decode(&obj.Object)
-				if errors.Is(err, io.EOF) || err != nil {
-					break // the end, or not a document: a fragment
-				}
-				group := strings.SplitN(obj.GetAPIVersion(), "/", 2)[0]
+		for _, b := range blocks {
+			objs, _ := decodeDocuments([]byte(b.Text)) // past an error: a fragment
+			for _, obj := range objs {
+				group, _, _ := strings.Cut(obj.GetAPIVersion(), "/")
 				if group != "kraan.io" && group != "habitat.kraan.io" || obj.GetKind() == "" || obj.GetName() == "" {
 					continue
 				}
-				out = append(out, docsExample{where: filepath.Base(f) + ":" + itoa(line), obj: obj})
+				out = append(out, docsExample{where: filepath.Base(f) + ":" + strconv.Itoa(b.Line), obj: obj})
 			}
 		}
 	}
 	return out
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestDocsExamples_AreAccepted: every object of the operator's kinds the docs
 // show is one the API server accepts, so a guide cannot drift from the CRDs.
@@ -88,11 +63,7 @@ func TestDocsExamples_AreAccepted(t *testing.T) {
 			if namespaced && obj.GetNamespace() == "" {
 				obj.SetNamespace("default") // where `kubectl apply` puts it
 			}
-			if ns := obj.GetNamespace(); ns != "" {
-				err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-				g.Expect(client.IgnoreAlreadyExists(err)).NotTo(HaveOccurred())
-			}
-			g.Expect(env.Client.Create(context.Background(), obj, client.DryRunAll)).To(Succeed(), ex.where)
+			expectDryRunAccepted(g, obj)
 		})
 	}
 	NewWithT(t).Expect(kinds).To(HaveKey("AddonsLayer"))

@@ -1,10 +1,7 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kraanv1 "github.com/kraan-io/kraan-operator/api/v1alpha1"
@@ -123,19 +119,11 @@ func decodeAll(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			return objs
-		} else if err != nil {
-			t.Fatalf("decoding %s: %v", path, err)
-		}
-		if obj.Object != nil {
-			objs = append(objs, obj)
-		}
+	objs, err := decodeDocuments(data)
+	if err != nil {
+		t.Fatalf("decoding %s: %v", path, err)
 	}
+	return objs
 }
 
 // TestKraanEmptyFields_KeepTheirMeaning: what Kraan's controller writes for

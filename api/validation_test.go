@@ -52,22 +52,37 @@ func samples(t *testing.T) []*unstructured.Unstructured {
 		if filepath.Base(f) == "kustomization.yaml" {
 			continue
 		}
-		data, err := os.ReadFile(f)
-		NewWithT(t).Expect(err).NotTo(HaveOccurred())
-		decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("decoding %s: %v", f, err)
-			}
-			if obj.Object != nil {
-				objs = append(objs, obj)
-			}
-		}
+		objs = append(objs, decodeAll(t, f)...)
 	}
 	return objs
+}
+
+// decodeDocuments decodes the YAML documents of data, empty ones left out;
+// on an error, it returns those before it.
+func decodeDocuments(data []byte) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return objs, err
+		}
+		if obj.Object != nil {
+			objs = append(objs, obj)
+		}
+	}
+}
+
+// expectDryRunAccepted: the API server accepts obj (a dry run), in its namespace,
+// created first as an install or a reader would.
+func expectDryRunAccepted(g Gomega, obj *unstructured.Unstructured) {
+	if ns := obj.GetNamespace(); ns != "" {
+		err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		g.Expect(client.IgnoreAlreadyExists(err)).NotTo(HaveOccurred())
+	}
+	g.Expect(env.Client.Create(context.Background(), obj.DeepCopy(), client.DryRunAll)).To(Succeed())
 }
 
 func TestSamples_AreAccepted(t *testing.T) {
@@ -76,12 +91,7 @@ func TestSamples_AreAccepted(t *testing.T) {
 	for _, obj := range objs {
 		kinds[obj.GetKind()] = true
 		t.Run(obj.GetKind()+"/"+obj.GetName(), func(t *testing.T) {
-			if ns := obj.GetNamespace(); ns != "" { // the operator's namespace, say, which an install creates
-				err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-				NewWithT(t).Expect(client.IgnoreAlreadyExists(err)).NotTo(HaveOccurred())
-			}
-			err := env.Client.Create(context.Background(), obj.DeepCopy(), client.DryRunAll)
-			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+			expectDryRunAccepted(NewWithT(t), obj)
 		})
 	}
 	NewWithT(t).Expect(kinds).To(HaveKey("AddonsLayer"))
@@ -118,8 +128,7 @@ func TestCRDs_ShareTheKraanCategory(t *testing.T) {
 		"habitats.habitat.kraan.io": {"hab"},
 		"fleetclusters.kraan.io":    {"fc"},
 	}
-	all, err := testenv.OperatorCRDNames()
-	g.Expect(err).NotTo(HaveOccurred())
+	all := testenv.OperatorCRDNames(t)
 	g.Expect(names).To(HaveLen(len(all)), "every CRD of the operator is checked: %v", all)
 	for name, shortNames := range names {
 		crd := &apiextensionsv1.CustomResourceDefinition{}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,22 +106,16 @@ func (r *Registry) Registered(ctx context.Context) ([]Cluster, error) {
 // byKey orders clusters by key, one per key: a FleetCluster wins over a
 // Cluster API Cluster of the same namespace and name.
 func byKey(clusters []Cluster) []Cluster {
-	slices.SortStableFunc(clusters, func(a, b Cluster) int {
-		if c := strings.Compare(a.Key, b.Key); c != 0 {
-			return c
-		}
-		return boolOrder(a.Kind != FleetClusterKind, b.Kind != FleetClusterKind)
+	slices.SortFunc(clusters, func(a, b Cluster) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(kindRank(a), kindRank(b)))
 	})
 	return slices.CompactFunc(clusters, func(a, b Cluster) bool { return a.Key == b.Key })
 }
 
-// boolOrder orders false before true.
-func boolOrder(a, b bool) int {
-	switch {
-	case a == b:
+// kindRank orders a FleetCluster before any other registration of its key.
+func kindRank(c Cluster) int {
+	if c.Kind == FleetClusterKind {
 		return 0
-	case !a:
-		return -1
 	}
 	return 1
 }

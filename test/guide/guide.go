@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -69,13 +70,36 @@ var (
 	fence    = regexp.MustCompile("^(\\s*)```(\\w*)\\s*$")
 )
 
+// shellLangs are the languages of a guide's commands.
+var shellLangs = []string{"sh", "bash", "shell"}
+
 // Read parses the guide at path.
 func Read(path string) (*Guide, error) {
+	return read(path, shellLangs...)
+}
+
+// Parse reads the shell blocks of Markdown text. Blocks in another language
+// (yaml, text) are not commands and are left out.
+func Parse(text string) (*Guide, error) {
+	return parse(text, shellLangs...)
+}
+
+// ReadBlocks returns the fenced blocks of the Markdown file at path written in
+// one of langs (such as "yaml"), their indentation removed.
+func ReadBlocks(path string, langs ...string) ([]Block, error) {
+	g, err := read(path, langs...)
+	if err != nil {
+		return nil, err
+	}
+	return g.Blocks, nil
+}
+
+func read(path string, langs ...string) (*Guide, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	g, err := Parse(string(data))
+	g, err := parse(string(data), langs...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -83,10 +107,8 @@ func Read(path string) (*Guide, error) {
 	return g, nil
 }
 
-// Parse reads the shell blocks of Markdown text. Blocks in another language
-// (yaml, text) are not commands and are left out.
-func Parse(text string) (*Guide, error) {
-	p := &parser{guide: &Guide{ran: map[int]bool{}}}
+func parse(text string, langs ...string) (*Guide, error) {
+	p := &parser{guide: &Guide{ran: map[int]bool{}}, langs: langs}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for n := 1; sc.Scan(); n++ {
@@ -104,10 +126,11 @@ func Parse(text string) (*Guide, error) {
 // parser is Parse's state between lines.
 type parser struct {
 	guide   *Guide
+	langs   []string // the languages of the blocks kept
 	section string
 	step    int
 	// fenced is true inside a fenced block; open is the block being read
-	// when it is a shell block, indent its fence's indentation.
+	// when it is in one of langs, indent its fence's indentation.
 	fenced bool
 	open   *Block
 	indent string
@@ -120,7 +143,7 @@ func (p *parser) line(n int, line string) {
 	}
 	if m := fence.FindStringSubmatch(line); m != nil {
 		p.fenced = true
-		if lang := m[2]; lang == "sh" || lang == "bash" || lang == "shell" {
+		if slices.Contains(p.langs, m[2]) {
 			p.open, p.indent = &Block{Section: p.section, Step: p.step, Line: n}, m[1]
 		}
 		return

@@ -40,6 +40,15 @@ func TestParse_BlocksWithTheirSectionAndStep(t *testing.T) {
 	g.Expect(guide.NotRun()).To(HaveLen(3))
 }
 
+func TestReadBlocks_KeepsTheLanguagesAsked(t *testing.T) {
+	g := NewWithT(t)
+	path := filepath.Join(t.TempDir(), "guide.md")
+	g.Expect(os.WriteFile(path, []byte(sample), 0o600)).To(Succeed())
+	blocks, err := ReadBlocks(path, "yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(blocks).To(Equal([]Block{{Section: "Step by step", Step: 1, Line: 15, Text: "kind: NotACommand"}}))
+}
+
 func TestParse_AnUnclosedFenceIsAnError(t *testing.T) {
 	_, err := Parse("1. x\n\n   ```sh\n   echo\n")
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("not closed")))

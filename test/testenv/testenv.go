@@ -12,7 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -335,19 +335,20 @@ func CanaryLeak(text string, canaries []string) string {
 // OperatorCRDNames are the names of the operator's CRDs, read from the files
 // generated into config/crd/bases, so that a test which installs, checks or
 // deletes "all of the operator's CRDs" cannot miss a kind added later.
-func OperatorCRDNames() ([]string, error) {
+func OperatorCRDNames(t testing.TB) []string {
+	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
 	opts := &envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true}
 	if err := envtest.ReadCRDFiles(opts); err != nil {
-		return nil, fmt.Errorf("reading the operator's CRDs: %w", err)
+		t.Fatalf("reading the operator's CRDs: %v", err)
 	}
 	names := make([]string, 0, len(opts.CRDs))
 	for _, crd := range opts.CRDs {
 		names = append(names, crd.Name)
 	}
-	sort.Strings(names)
-	return names, nil
+	slices.Sort(names)
+	return names
 }

@@ -76,7 +76,7 @@ func TestChart_InstallsRestrictedOperator(t *testing.T) {
 	g.Expect(rel.(*release.Release).Info.Status.String()).To(Equal("deployed"))
 
 	// The CRDs are the generated ones and are established.
-	for _, name := range operatorCRDs(t) {
+	for _, name := range testenv.OperatorCRDNames(t) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed(), name)
 	}

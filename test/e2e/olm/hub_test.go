@@ -168,7 +168,7 @@ func uninstallFromOLM(t *testing.T, c client.Client) {
 	} {
 		deleteAndWait(t, c, obj)
 	}
-	for _, name := range operatorCRDs(t) {
+	for _, name := range testenv.OperatorCRDNames(t) {
 		deleteAndWait(t, c, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 }
@@ -181,12 +181,4 @@ func deleteAndWait(t *testing.T, c client.Client, obj client.Object) {
 	NewWithT(t).Eventually(func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(obj), obj))
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "%T %s is still there", obj, obj.GetName())
-}
-
-// operatorCRDs are the names of all the operator's CRDs.
-func operatorCRDs(t *testing.T) []string {
-	t.Helper()
-	names, err := testenv.OperatorCRDNames()
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return names
 }

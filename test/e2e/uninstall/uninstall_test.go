@@ -54,6 +54,7 @@ func TestUninstall(t *testing.T) {
 	createWorkload(t)
 	waitManaged(t)
 	before := takeSnapshot(t)
+	crds := testenv.OperatorCRDNames(t)
 	t.Logf("workload: %d Helm releases, %d revisions, %d objects", len(before.revisions), sum(before.revisions), len(before.uids))
 
 	t.Run("DryRunAndUnconfirmedDestruction_ChangeNothing", func(t *testing.T) {
@@ -77,7 +78,7 @@ func TestUninstall(t *testing.T) {
 		g.Expect(first.State()).NotTo(BeNil(), "the operator process was stopped")
 		expectOperatorGone(g)
 		g.Expect(finalizedResources(g)).To(BeEmpty(), "no finalizer of the operator is left")
-		g.Expect(crdsPresent(g)).To(Equal(len(operatorCRDs)), "the CRDs stay without --crds")
+		g.Expect(crdsPresent(crds)(g)).To(Equal(len(crds)), "the CRDs stay without --crds")
 		expectUnchanged(t, before, takeSnapshot(t), true)
 	})
 
@@ -104,11 +105,11 @@ func TestUninstall(t *testing.T) {
 		running := startOperatorPod(t, "operator-3")
 		g := NewWithT(t)
 		ctx := context.Background()
-		for _, name := range operatorCRDs {
+		for _, name := range crds {
 			crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
 			g.Expect(k8s.Delete(ctx, crd)).To(Succeed())
 		}
-		g.Eventually(crdsPresent).WithTimeout(timeout).WithPolling(poll).Should(BeZero(), "the operator let every object go")
+		g.Eventually(crdsPresent(crds)).WithTimeout(timeout).WithPolling(poll).Should(BeZero(), "the operator let every object go")
 		g.Expect(running.State()).To(BeNil(), "the operator still runs")
 		after := takeSnapshot(t)
 		g.Expect(after.resources).To(BeEmpty())
@@ -135,22 +136,13 @@ func TestUninstall(t *testing.T) {
 		t.Log(r.stdout)
 		g.Expect(r.code).To(Equal(plugin.ExitOK), r.stderr)
 		expectOperatorGone(g)
-		g.Eventually(crdsPresent).WithTimeout(timeout).WithPolling(poll).Should(BeZero(), "--crds deletes the CRDs")
+		g.Eventually(crdsPresent(crds)).WithTimeout(timeout).WithPolling(poll).Should(BeZero(), "--crds deletes the CRDs")
 		after := takeSnapshot(t)
 		g.Expect(after.resources).To(BeEmpty())
 		expectUnchanged(t, before, after, false)
 		expectOrphaned(g)
 	})
 }
-
-// operatorCRDs are the CRDs of the operator's kinds, every one of them.
-var operatorCRDs = func() []string {
-	names, err := testenv.OperatorCRDNames()
-	if err != nil {
-		panic(err)
-	}
-	return names
-}()
 
 // expectOrphaned: the Habitat's StatefulSet stays, owned by nothing.
 func expectOrphaned(g Gomega) {
@@ -340,18 +332,20 @@ func expectOperatorGone(g Gomega) {
 	g.Expect(operatorPods(g)).To(BeEmpty())
 }
 
-// crdsPresent counts the operator's CRDs still served.
-func crdsPresent(g Gomega) int {
-	n := 0
-	for _, name := range operatorCRDs {
-		err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
-		if err == nil {
-			n++
-		} else {
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), err)
+// crdsPresent counts the CRDs of names still served.
+func crdsPresent(names []string) func(Gomega) int {
+	return func(g Gomega) int {
+		n := 0
+		for _, name := range names {
+			err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
+			if err == nil {
+				n++
+			} else {
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), err)
+			}
 		}
+		return n
 	}
-	return n
 }
 
 // result is what one plugin command printed and returned.
